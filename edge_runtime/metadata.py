@@ -1,0 +1,184 @@
+"""Declarative metadata of semantic functions and entry points.
+
+A reviewer should understand an entry in a minute, so metadata is plain data:
+natural-language descriptions with examples, never variable or function names.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Sequence
+
+from edge_runtime.errors import DefinitionError, ParameterValidationError
+
+#: Types a parameter may declare, by the name stored in manifests.
+PARAM_TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool, "fraction": Fraction}
+
+
+@dataclass(frozen=True)
+class SemanticFunction:
+    """A callable ``f(ctx) -> dict`` plus the descriptions other functions find it by."""
+
+    name: str
+    description: str
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    calls: tuple[str, ...]
+    fn: Callable[..., dict[str, Any]] = field(compare=False, repr=False)
+    module: str = "<unknown>"
+
+    def __call__(self, ctx: Any) -> dict[str, Any]:
+        return self.fn(ctx)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One slot of an entry's input template, with the domain in which the cached reasoning holds."""
+
+    name: str
+    description: str
+    type: type = float
+    original: Any = None
+    examples: tuple[Any, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+    choices: tuple[Any, ...] | None = None
+    unit: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in PARAM_TYPES.values():
+            raise DefinitionError(f"parameter {self.name!r}: unsupported type {self.type!r}")
+        if not self.name.isidentifier():
+            raise DefinitionError(f"parameter name {self.name!r} must be an identifier")
+        object.__setattr__(self, "examples", tuple(self.examples))
+        if self.choices is not None:
+            object.__setattr__(self, "choices", tuple(self.choices))
+
+    @property
+    def type_name(self) -> str:
+        return next(k for k, v in PARAM_TYPES.items() if v is self.type)
+
+    def validate(self, value: Any) -> Any:
+        """Return ``value`` coerced to the declared type, or raise if it lies outside the domain."""
+        if value is None:
+            raise ParameterValidationError(self.name, "missing")
+        coerced = _coerce_param(value, self.type)
+        if coerced is None:
+            raise ParameterValidationError(self.name, f"expected {self.type_name}, got {value!r}")
+        if self.choices is not None and coerced not in self.choices:
+            raise ParameterValidationError(self.name, f"{coerced!r} is not one of {list(self.choices)!r}")
+        if self.minimum is not None:
+            too_low = coerced <= self.minimum if self.exclusive_minimum else coerced < self.minimum
+            if too_low:
+                op = ">" if self.exclusive_minimum else ">="
+                raise ParameterValidationError(self.name, f"{coerced!r} violates {op} {self.minimum}")
+        if self.maximum is not None and coerced > self.maximum:
+            raise ParameterValidationError(self.name, f"{coerced!r} violates <= {self.maximum}")
+        return coerced
+
+    def domain_text(self) -> str:
+        """The valid domain in words, for prompts and reviews."""
+        if self.choices is not None:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        parts = []
+        if self.minimum is not None:
+            parts.append(f"{'>' if self.exclusive_minimum else '>='} {self.minimum}")
+        if self.maximum is not None:
+            parts.append(f"<= {self.maximum}")
+        return f"{self.type_name} " + " and ".join(parts) if parts else self.type_name
+
+
+def _coerce_param(value: Any, kind: type) -> Any:
+    if isinstance(value, bool) and kind is not bool:
+        return None
+    if kind is int:
+        if isinstance(value, int):
+            return value
+        if isinstance(value, (float, Fraction)) and value == int(value):
+            return int(value)
+        return None
+    if kind is float:
+        return float(value) if isinstance(value, (int, float, Fraction)) else None
+    if kind is Fraction:
+        return Fraction(value) if isinstance(value, (int, Fraction)) or isinstance(value, float) else None
+    if kind is str:
+        return value if isinstance(value, str) and value.strip() else None
+    if kind is bool:
+        return value if isinstance(value, bool) else None
+    return None
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """How a class of questions enters the cache: its template, its parameters, its root function."""
+
+    id: str
+    description: str
+    template: str
+    params: tuple[Param, ...]
+    root: str
+    question: str = ""
+    answer_key: str | None = None
+    module: str = "<unknown>"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", tuple(self.params))
+        names = [p.name for p in self.params]
+        if len(set(names)) != len(names):
+            raise DefinitionError(f"entry {self.id!r}: duplicate parameter names {names}")
+        slots = [f for _, f, _, _ in string.Formatter().parse(self.template) if f is not None]
+        if sorted(set(slots)) != sorted(names):
+            raise DefinitionError(
+                f"entry {self.id!r}: template slots {sorted(set(slots))} do not match parameters {sorted(names)}"
+            )
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @property
+    def original_values(self) -> dict[str, Any]:
+        return {p.name: p.original for p in self.params}
+
+    def validate(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Validate every declared parameter (extra keys are refused: they mean a different question)."""
+        extra = set(values) - {p.name for p in self.params}
+        if extra:
+            raise ParameterValidationError(sorted(extra)[0], "not a parameter of this entry")
+        return {p.name: p.validate(values.get(p.name)) for p in self.params}
+
+    def render(self, values: dict[str, Any]) -> str:
+        """The question this entry answers for ``values`` (used by round-trip tests)."""
+        return self.template.format(**{k: format_value(v) for k, v in values.items()})
+
+    def payload(self, values: dict[str, Any]) -> dict[str, Any]:
+        """The root function's payload: parameter values keyed by their descriptions."""
+        return {p.description: values[p.name] for p in self.params}
+
+
+def format_value(value: Any) -> str:
+    """Render a parameter value as a person would write it in a question."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def declared_params(params: Sequence[Param]) -> list[dict[str, Any]]:
+    """Parameters as plain dicts, for manifests and prompts."""
+    return [
+        {
+            "name": p.name,
+            "description": p.description,
+            "type": p.type_name,
+            "original": p.original if p.type is not Fraction else str(p.original),
+            "examples": list(p.examples),
+            "domain": p.domain_text(),
+            "unit": p.unit,
+        }
+        for p in params
+    ]

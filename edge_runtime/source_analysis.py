@@ -1,0 +1,88 @@
+"""Static facts about semantic-function source that both registration and compilation rely on."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from edge_runtime.errors import DefinitionError
+
+PRIMITIVES = ("load", "do", "narrate", "lm", "extract", "convert", "smart_convert", "invoke_tool")
+
+
+@dataclass
+class FunctionFacts:
+    """What one semantic function's body does with the primitives."""
+
+    node: ast.FunctionDef
+    load_queries: list[str] = field(default_factory=list)
+    intents: list[str] = field(default_factory=list)
+    narrates: int = 0
+    return_keys: list[list[str] | None] = field(default_factory=list)
+
+
+def primitive_name(node: ast.AST) -> str | None:
+    """The primitive a Call node invokes, if any."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PRIMITIVES:
+        return node.func.id
+    return None
+
+
+def call_arg(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    if len(call.args) > index:
+        return call.args[index]
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return kw.value
+    return None
+
+
+def constant_str(node: ast.expr | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def analyse_function(node: ast.FunctionDef, filename: str) -> FunctionFacts:
+    """Collect load queries, do() intents, narration and return shapes; literal references are required."""
+    facts = FunctionFacts(node)
+    for sub in ast.walk(node):
+        name = primitive_name(sub)
+        if name == "load":
+            query = constant_str(call_arg(sub, 1, "query"))
+            if query is None:
+                raise DefinitionError(f"{filename}:{sub.lineno}: load() needs a literal description string")
+            facts.load_queries.append(query)
+        elif name == "do":
+            intent = constant_str(call_arg(sub, 1, "intent"))
+            if intent is None:
+                raise DefinitionError(f"{filename}:{sub.lineno}: do() needs a literal intent string")
+            facts.intents.append(intent)
+            payload = call_arg(sub, 2, "payloads")
+            if payload is not None and not (
+                isinstance(payload, ast.Dict) and all(constant_str(k) is not None for k in payload.keys)
+            ):
+                raise DefinitionError(
+                    f"{filename}:{sub.lineno}: do() payloads must be a dict literal with description strings as keys"
+                )
+        elif name == "narrate":
+            facts.narrates += 1
+        elif isinstance(sub, ast.Return):
+            value = sub.value
+            if isinstance(value, ast.Dict) and all(constant_str(k) is not None for k in value.keys):
+                facts.return_keys.append([constant_str(k) for k in value.keys])  # type: ignore[misc]
+            else:
+                facts.return_keys.append(None)
+    return facts
+
+
+def decorated_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    """Top-level functions carrying the semantic_function decorator, by name."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and any(
+            isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == "semantic_function"
+            for d in node.decorator_list
+        ):
+            found[node.name] = node
+    return found

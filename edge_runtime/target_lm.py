@@ -1,0 +1,21 @@
+"""The interface through which lm/extract/smart_convert reach the small target model T.
+
+The onnxruntime engine implements it; tests may plug a deterministic stand-in.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Sequence
+
+
+class TargetLM(ABC):
+    """A small language model that answers atomic tasks for semantic functions."""
+
+    @abstractmethod
+    def generate(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] = ()) -> str:
+        """Greedy completion of ``prompt``, cut at the first ``stop`` string."""
+
+    @abstractmethod
+    def choose(self, prompt: str, options: Sequence[str]) -> str:
+        """The option the model finds most likely after ``prompt`` (decoding constrained to options)."""

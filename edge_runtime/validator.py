@@ -1,0 +1,241 @@
+"""Static safety check for semantic-function source, which is untrusted (written by an LLM or a person).
+
+The source is parsed and its AST is checked against a fixed set of rules before anything imports or
+compiles it. A violation raises :class:`UnsafeCodeError` naming the file, the line and the rule.
+This is a deny-by-default filter for a tiny language subset; it is not a proof of safety on its own,
+so the executor should still run entries with restricted builtins.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from edge_runtime.errors import UnsafeCodeError
+
+ALLOWED_IMPORTS: frozenset[str] = frozenset(
+    {
+        "math", "fractions", "decimal", "statistics", "datetime", "itertools",
+        "functools", "operator", "re", "string", "collections",
+        "edge_runtime", "edge_runtime.semantic",
+    }
+)
+"""Modules entries may import: pure computation, plus the runtime's primitives module."""
+
+SEMANTIC_NAMES: frozenset[str] = frozenset(
+    {
+        "semantic_function", "entry_point", "Param", "load", "do", "narrate",
+        "lm", "extract", "convert", "smart_convert", "invoke_tool",
+    }
+)
+"""The only names importable from edge_runtime: its other attributes (modules, Context...) are not for entries."""
+
+_EDGE_MODULES = frozenset({"edge_runtime", "edge_runtime.semantic"})
+
+FORBIDDEN_NAMES: frozenset[str] = frozenset(
+    {
+        "exec", "eval", "compile", "open", "__import__", "globals", "locals", "vars",
+        "getattr", "setattr", "delattr", "hasattr", "input", "breakpoint", "help",
+        "memoryview", "exit", "quit", "super", "type", "object",
+        # operator helpers that reach attributes by string, bypassing the dunder rule:
+        "attrgetter", "methodcaller",
+    }
+)
+"""Builtins (and helpers) that execute code, reach attributes by string or escape to the interpreter."""
+
+# Attribute spellings of the above that no ordinary value has (``re.compile``, ``x.type`` stay legal).
+_FORBIDDEN_ATTRS = FORBIDDEN_NAMES - {
+    "compile", "open", "input", "help", "memoryview", "exit", "quit", "super", "type", "object",
+}
+
+FORBIDDEN_MODULE_NAMES: frozenset[str] = frozenset(
+    {
+        "os", "sys", "subprocess", "socket", "shutil", "pathlib", "importlib", "builtins",
+        "ctypes", "pickle", "marshal", "threading", "multiprocessing", "signal", "io", "gc",
+        "inspect", "code", "codeop", "pty", "resource", "urllib", "http",
+        "posix", "nt", "copyreg", "enum",
+    }
+)
+"""Dangerous modules, rejected as names and as attributes (``fractions.sys``, ``re.enum`` leak them)."""
+
+_FORMAT_ATTRS = frozenset({"format", "format_map", "vformat"})
+_FRAME_ATTRS = frozenset(
+    {
+        "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame",
+        "ag_code", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "tb_frame", "tb_next",
+    }
+)
+_NAMEDTUPLE_API = frozenset({"_asdict", "_replace", "_fields", "_make", "_field_defaults"})
+_DECORATORS = frozenset({"semantic_function", "entry_point"})
+# Statements that carry their own rule, so the top-level rule would only repeat it.
+_OWN_RULE_STMTS = (ast.ClassDef, ast.AsyncFunctionDef, ast.AsyncFor, ast.AsyncWith, ast.With, ast.Global, ast.Nonlocal)
+_TOP_LEVEL_OK = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.Assign, ast.AnnAssign, ast.Pass)
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+class _Checker(ast.NodeVisitor):
+    """Collects every violation in one walk; the caller sorts them into source order."""
+
+    def __init__(self, filename: str, allowed: frozenset[str]) -> None:
+        self.filename = filename
+        self.allowed = allowed
+        self.found: list[tuple[int, int, UnsafeCodeError]] = []
+
+    def flag(self, node: ast.AST, rule: str, detail: str) -> None:
+        line, col = getattr(node, "lineno", 1), getattr(node, "col_offset", 0)
+        self.found.append((line, col, UnsafeCodeError(self.filename, line, rule, detail)))
+
+    # --- names and attributes -------------------------------------------------
+    def check_name(self, node: ast.AST, name: str) -> None:
+        """Rules shared by Name nodes and names bound by ``from X import name``."""
+        if _is_dunder(name):
+            self.flag(node, "dunder", f"dunder name {name!r}")
+        elif name in FORBIDDEN_NAMES:
+            self.flag(node, "forbidden-call", f"{name!r} is not allowed")
+        elif name in FORBIDDEN_MODULE_NAMES:
+            self.flag(node, "forbidden-module-name", f"reference to module {name!r}")
+        elif name == "Formatter":
+            self.flag(node, "format-string", "string.Formatter can reach attributes")
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.check_name(node, node.id)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        attr = node.attr
+        if _is_dunder(attr):
+            self.flag(node, "dunder", f"dunder attribute {attr!r}")
+        elif attr.startswith("_") and attr not in _NAMEDTUPLE_API:
+            self.flag(node, "private", f"private attribute {attr!r}")
+        elif attr in _FORMAT_ATTRS or attr == "Formatter":
+            self.flag(node, "format-string", f"{attr!r} can reach attributes through a format string")
+        elif attr in _FORBIDDEN_ATTRS:
+            self.flag(node, "forbidden-call", f"attribute {attr!r} is not allowed")
+        elif attr in FORBIDDEN_MODULE_NAMES:
+            self.flag(node, "forbidden-module-name", f"attribute reference to module {attr!r}")
+        elif attr in _FRAME_ATTRS:
+            self.flag(node, "frame", f"frame/code introspection via {attr!r}")
+        self.generic_visit(node)
+
+    # --- imports --------------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.name in _EDGE_MODULES:
+                self.flag(node, "import", f"use 'from {alias.name} import ...' for the primitives")
+            elif alias.name.split(".")[0] not in self.allowed and alias.name not in self.allowed:
+                self.flag(node, "import", f"module {alias.name!r} is not allowed")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            self.flag(node, "import", "relative imports are not allowed")
+            return
+        if module in _EDGE_MODULES:
+            bad = [a.name for a in node.names if a.name not in SEMANTIC_NAMES]
+            if bad:
+                self.flag(node, "import", f"{', '.join(bad)} not importable from {module}")
+            return
+        if module != "__future__" and module.split(".")[0] not in self.allowed and module not in self.allowed:
+            self.flag(node, "import", f"module {module!r} is not allowed")
+            return
+        for alias in node.names:
+            if alias.name.startswith("_") and not _is_dunder(alias.name):
+                self.flag(node, "private", f"private name {alias.name!r}")
+            else:
+                self.check_name(node, alias.name)
+
+    # --- statements and expressions -------------------------------------------
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        for deco in node.decorator_list:
+            target = deco.func if isinstance(deco, ast.Call) else deco
+            if not (isinstance(target, ast.Name) and target.id in _DECORATORS):
+                self.flag(deco, "decorator", "only @semantic_function(...) and @entry_point(...) are allowed")
+        self.generic_visit(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.flag(node, "class", "entries define functions only")
+        self.generic_visit(node)
+
+    def _async(self, node: ast.AST) -> None:
+        self.flag(node, "async", "async code is not allowed")
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_Await = visit_AsyncFor = visit_AsyncWith = _async
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        if node.is_async:
+            self.flag(node.target, "async", "async comprehensions are not allowed")
+        self.generic_visit(node)
+
+    def _scope(self, node: ast.Global | ast.Nonlocal) -> None:
+        self.flag(node, "global", f"{type(node).__name__.lower()} statements are not allowed")
+
+    visit_Global = visit_Nonlocal = _scope
+
+    def visit_With(self, node: ast.With) -> None:
+        self.flag(node, "with", "with statements are not allowed")
+        self.generic_visit(node)
+
+    def _generator(self, node: ast.Yield | ast.YieldFrom) -> None:
+        self.flag(node, "generator", "generators are not allowed")
+        self.generic_visit(node)
+
+    visit_Yield = visit_YieldFrom = _generator
+
+    def check_top_level(self, module: ast.Module) -> None:
+        """Importing the module must run no code beyond defining functions and constants."""
+        for i, stmt in enumerate(module.body):
+            docstring = (
+                i == 0 and isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+            )
+            if not (docstring or isinstance(stmt, _TOP_LEVEL_OK + _OWN_RULE_STMTS)):
+                self.flag(stmt, "top-level", f"{type(stmt).__name__} statement at module level")
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                for call in (n for n in ast.walk(stmt.value) if isinstance(n, ast.Call)):
+                    if not (isinstance(call.func, ast.Name) and call.func.id in _TOP_LEVEL_CALLS):
+                        self.flag(call, "top-level", "module-level values may only call entry_point() or Param()")
+
+
+#: Declarations that may be evaluated at import time; any other call would run code on import.
+_TOP_LEVEL_CALLS = frozenset({"entry_point", "Param", "Fraction", "Decimal"})
+
+
+def _check(
+    source: str, filename: str, extra_allowed_imports: frozenset[str]
+) -> tuple[ast.Module | None, list[UnsafeCodeError]]:
+    """Parse once and return the tree (None if unparsable) with all violations in source order."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        return None, [UnsafeCodeError(filename, exc.lineno or 1, "syntax", exc.msg)]
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+        return None, [UnsafeCodeError(filename, 1, "syntax", str(exc) or type(exc).__name__)]
+    checker = _Checker(filename, ALLOWED_IMPORTS | extra_allowed_imports)
+    try:
+        checker.visit(tree)
+    except RecursionError:
+        return None, [UnsafeCodeError(filename, 1, "syntax", "source nests too deeply to check")]
+    # Top-level findings go last so that, at an equal position, the more specific rule is reported
+    # (sorted() is stable).
+    checker.check_top_level(tree)
+    return tree, [err for _, _, err in sorted(checker.found, key=lambda item: item[:2])]
+
+
+def find_violations(
+    source: str, filename: str = "<entry>", *, extra_allowed_imports: frozenset[str] = frozenset()
+) -> list[UnsafeCodeError]:
+    """Every rule violation in ``source``, in source order (empty when the source is clean)."""
+    return _check(source, filename, extra_allowed_imports)[1]
+
+
+def validate_source(
+    source: str, filename: str = "<entry>", *, extra_allowed_imports: frozenset[str] = frozenset()
+) -> ast.Module:
+    """Parse and check ``source``; raise the first violation in source order, else return the tree."""
+    tree, violations = _check(source, filename, extra_allowed_imports)
+    if violations:
+        raise violations[0]
+    assert tree is not None  # an unparsable source always yields a "syntax" violation
+    return tree
