@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -16,6 +17,15 @@ _FALSE = {"false", "no", "n", "0", "off"}
 
 def convert(value: Any, d_type: type | None) -> Any:
     """Coerce ``value`` to ``d_type`` without guessing; raise ConversionError when unsure."""
+    try:
+        return _convert(value, d_type)
+    except (OverflowError, ValueError, ArithmeticError) as exc:
+        if isinstance(exc, ConversionError):
+            raise
+        raise ConversionError(f"cannot convert {value!r}: {exc}") from exc
+
+
+def _convert(value: Any, d_type: type | None) -> Any:
     if d_type is None or (isinstance(value, d_type) and not isinstance(value, bool)) or (
         d_type is bool and isinstance(value, bool)
     ):
@@ -30,7 +40,8 @@ def convert(value: Any, d_type: type | None) -> Any:
     if d_type is Fraction:
         return Fraction(_to_number(value))
     if d_type is Decimal:
-        return Decimal(str(_to_number(value)))
+        number = _to_number(value)
+        return Decimal(number.numerator) / Decimal(number.denominator)
     if d_type is str:
         return format_plain(value)
     if d_type is bool:
@@ -51,8 +62,12 @@ def _to_number(value: Any) -> Fraction:
     if isinstance(value, (int, Fraction)):
         return Fraction(value)
     if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ConversionError(f"{value!r} is not a finite number")
         return Fraction(str(value))
     if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ConversionError(f"{value!r} is not a finite number")
         return Fraction(value)
     if not isinstance(value, str):
         raise ConversionError(f"cannot read a number from {type(value).__name__}")
@@ -68,7 +83,10 @@ def _to_number(value: Any) -> Fraction:
         except InvalidOperation as exc:
             raise ConversionError(f"{value!r} is not a number") from exc
     try:
-        return Fraction(Decimal(text))
+        number = Decimal(text)
+        if not number.is_finite():
+            raise ConversionError(f"{value!r} is not a finite number")
+        return Fraction(number)
     except (InvalidOperation, ValueError) as exc:
         raise ConversionError(f"{value!r} is not a plain number") from exc
 

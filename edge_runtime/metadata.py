@@ -6,6 +6,7 @@ natural-language descriptions with examples, never variable or function names.
 
 from __future__ import annotations
 
+import math
 import string
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -93,6 +94,8 @@ class Param:
 
 def _coerce_param(value: Any, kind: type) -> Any:
     if isinstance(value, bool) and kind is not bool:
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     if kind is int:
         if isinstance(value, int):

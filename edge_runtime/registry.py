@@ -9,15 +9,23 @@ a wrong callee is never picked silently.
 from __future__ import annotations
 
 import ast
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from edge_runtime.context import Context, NarrationStep
 from edge_runtime.embedder import Embedder
-from edge_runtime.errors import AmbiguousReferenceError, DefinitionError, NoMatchError
+from edge_runtime.errors import (
+    AmbiguousReferenceError,
+    ArcError,
+    DefinitionError,
+    ExecutionError,
+    NoMatchError,
+    ParameterValidationError,
+)
 from edge_runtime.metadata import EntryPoint, SemanticFunction
 from edge_runtime.sandbox import exec_source
 from edge_runtime.semantic import call_function
@@ -70,15 +78,20 @@ class Registry:
         nodes = decorated_functions(tree)
         added: list[str] = []
         new_functions: list[RegisteredFunction] = []
+        seen: set[int] = set()
         for value in namespace.values():
-            if isinstance(value, SemanticFunction):
+            if isinstance(value, SemanticFunction) and id(value) not in seen:
+                seen.add(id(value))
                 node = nodes.get(value.name)
                 if node is None:
                     raise DefinitionError(f"{filename}: {value.name} is not a top-level decorated function")
                 facts = analyse_function(node, filename)
                 _check_declarations(value, facts, filename)
                 new_functions.append(RegisteredFunction(value, facts, module))
-        new_entries = [v for v in namespace.values() if isinstance(v, EntryPoint)]
+        new_entries = list({id(v): v for v in namespace.values() if isinstance(v, EntryPoint)}.values())
+        ids = [entry.id for entry in new_entries]
+        if len(set(ids)) != len(ids):
+            raise DefinitionError(f"{filename}: entry ids must be unique, got {sorted(ids)}")
         for reg in new_functions:
             if reg.function.name in self.functions:
                 raise DefinitionError(f"{filename}: a function named {reg.function.name!r} is already registered")
@@ -103,12 +116,36 @@ class Registry:
         return self.add_source(path.read_text(encoding="utf-8"), str(path), path.stem)
 
     def add_directory(self, directory: str | Path) -> list[str]:
-        """Register every ``*.py`` file in ``directory`` (sorted, so builds are reproducible)."""
+        """Register every ``*.py`` file in ``directory`` (sorted, so builds are reproducible), then check the entries."""
         added: list[str] = []
         for path in sorted(Path(directory).glob("*.py")):
             if not path.name.startswith("_"):
                 added += self.add_file(path)
+        for entry_id in added:
+            if entry_id in self.entries:
+                self.check_entry(entry_id)
         return added
+
+    def check_entry(self, entry_id: str) -> None:
+        """An entry must be consistent before it is served: originals valid, template renders the
+        original question, the root resolves and returns the declared answer key."""
+        entry = self.entries[entry_id]
+        where = f"entry {entry_id!r} ({entry.module})"
+        try:
+            originals = entry.validate(entry.original_values)
+        except ParameterValidationError as exc:
+            raise DefinitionError(f"{where}: original value invalid: {exc}") from exc
+        for param in entry.params:
+            for example in param.examples:
+                try:
+                    param.validate(example)
+                except ParameterValidationError as exc:
+                    raise DefinitionError(f"{where}: example value invalid: {exc}") from exc
+        if entry.question and _normalise(entry.render(originals)) != _normalise(entry.question):
+            raise DefinitionError(f"{where}: the template with the original values does not give the original question")
+        root = self.resolve_function(entry.root)
+        if entry.answer_key is not None and entry.answer_key not in root.outputs:
+            raise DefinitionError(f"{where}: answer_key {entry.answer_key!r} is not an output of {root.name}")
 
     # ---- resolution ---------------------------------------------------
     def match(self, kind: str, query: str, candidates: Sequence[str], vectors: np.ndarray | None = None) -> int | None:
@@ -172,8 +209,22 @@ class Registry:
         checked = entry.validate(dict(values))
         ctx = Context(resolver=self, target_lm=target_lm, tools=dict(tools or {}))
         root = self.resolve_function(entry.root)
-        out = call_function(ctx, root, entry.payload(checked))
+        with wrap_failures(entry_id, ctx):
+            out = call_function(ctx, root, entry.payload(checked))
         return Execution(dict(out), list(ctx.trace))
+
+
+@contextmanager
+def wrap_failures(entry_id: str, ctx: Context) -> Iterator[None]:
+    """Any non-ARC exception inside an entry becomes an ExecutionError naming the function it left."""
+    try:
+        yield
+    except ArcError:
+        raise
+    except RecursionError as exc:
+        raise ExecutionError(f"{entry_id}: recursion too deep") from exc
+    except Exception as exc:  # noqa: BLE001 - entry code may raise anything; the caller gets one type
+        raise ExecutionError(f"{entry_id}: {type(exc).__name__}: {exc}") from exc
 
 
 def _check_declarations(function: SemanticFunction, facts: FunctionFacts, filename: str) -> None:

@@ -23,7 +23,8 @@ _SAFE_NAMES = (
 
 def _guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
     top = name.split(".")[0]
-    if level != 0 or (name not in ALLOWED_IMPORTS and top not in ALLOWED_IMPORTS):
+    allowed = name in ALLOWED_IMPORTS if top == "edge_runtime" else top in ALLOWED_IMPORTS
+    if level != 0 or not allowed:
         raise ImportError(f"import of {name!r} is not allowed in semantic functions")
     return builtins.__import__(name, globals, locals, fromlist, level)
 
