@@ -27,10 +27,10 @@ _HALF_OF = {"dozen": 12, **_SCALES}  # "half a dozen", "half a million"
 _AFTER_ARTICLE = {"dozen", *_SCALES, *_DENOMINATORS}  # "a" means one only before these
 _VULGAR = {ch: Fraction(unicodedata.numeric(ch)).limit_denominator(10) for ch in "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"}
 _VOCAB = {*_ONES, *_TENS, *_AFTER_ARTICLE, *_ALONE, "pair", "couple", "a", "an", "and"}
-# Words a unit may not contain: they would be a second number ("2 hours and a half", "two or three").
-_NOT_IN_UNIT = (_VOCAB - {"a", "an", "and"}) | {"dozens", "hundreds", "thousands", "millions", "billions"} | {
-    "first", "eleventh", "twelfth", "st", "nd", "rd", "th", *(w + "th" for w in list(_ONES)[13:]),
-    *(w[:-1] + "ieth" for w in _TENS), *(w + "th" for w in _SCALES)}  # ordinals: "twenty first", "21st"
+# Words a unit may not contain: a second number, a range or an ordinal ("2 hours and a half", "5 kg or more").
+_NOT_IN_UNIT = (_VOCAB - {"a", "an"}) | {"or", "to", "than", "plus", "minus", "first", "eleventh", "twelfth",
+    "st", "nd", "rd", "th", *(w + "s" for w in _SCALES), "dozens", *(w + "th" for w in list(_ONES)[13:]),
+    *(w[:-1] + "ieth" for w in _TENS), *(w + "th" for w in _SCALES)}
 
 _SIGN = r"(?P<{}>[+-]|(?i:minus|negative)\b)?\s*"
 _PREFIX = re.compile(_SIGN.format("s1") + r"(?P<cur>[$€£¥₹]|(?!ONE|TWO|SIX|TEN)[A-Z]{3}(?=\s*[\d.]))?\s*"
@@ -43,7 +43,6 @@ _TOKEN = re.compile(
     r"|(?P<word>[a-zA-Z]+)\b)"
 )
 _PERCENT = re.compile(r"%|percent|per\s*cent|pct", re.IGNORECASE)
-_BAD_UNIT_START = re.compile(r"(?:or|and|to|plus|minus|than)\b|[-+–~]", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -130,7 +129,7 @@ def _unit(rest: str, text: str) -> str | None:
     if _PERCENT.fullmatch(rest):
         return "%"
     words = set(re.findall(r"[a-z]+", rest.lower()))
-    if (re.search(r"\d", rest) or words & _NOT_IN_UNIT or _BAD_UNIT_START.match(rest)
+    if (re.search(r"\d", rest) or words & _NOT_IN_UNIT or rest[0] in "-+–~"
             or rest.lower() in ("a", "an") or any(ch in _VULGAR for ch in rest)):
         raise ConversionError(f"{text!r} does not hold exactly one number (left over: {rest!r})")
     return rest
@@ -201,7 +200,9 @@ class _Parser:
         if (value := self._peek("frac")) is not None:
             self.pos += 1
             return value
-        if (value := self._peek("num")) is not None:
+        value = self._peek("num")
+        digits = value is not None
+        if digits:
             self.pos += 1
             fraction = self._peek("frac")
             if fraction is not None and value.denominator == 1 and fraction < 1:  # "3 1/2", "1½"
@@ -220,7 +221,7 @@ class _Parser:
             total += value * last
             mark = self.pos
             self._take("and")
-            if (value := self._hundreds(article=False)) is None:
+            if digits or (value := self._hundreds(article=False)) is None:  # "1.2 million" ends there
                 self.pos, value = mark, 0
                 break
         return Fraction(total + value)

@@ -1,0 +1,175 @@
+"""Greedy decoding of the int8 ONNX target model with onnxruntime, tokenizers and numpy only.
+
+The artefact's graph returns the final hidden states of every position plus logits for
+the last position. Free generation reads those logits; constrained decoding asks only
+for the hidden states and multiplies them by the few head rows it may choose from
+(memory-mapped float16), which is far cheaper than a full-vocabulary head.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+import numpy as np  # noqa: E402
+
+from edge_runtime.errors import TargetModelError  # noqa: E402
+
+
+@dataclass(frozen=True)
+class KVState:
+    """Past keys and values of one sequence, [1, kv_heads, length, head_dim] per layer."""
+
+    keys: tuple[np.ndarray, ...]
+    values: tuple[np.ndarray, ...]
+    length: int
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.keys) + sum(a.nbytes for a in self.values)
+
+    def truncate(self, length: int) -> "KVState":
+        """The state of the first ``length`` tokens (drops rejected draft tokens)."""
+        if length >= self.length:
+            return self
+        return KVState(
+            tuple(k[:, :, :length] for k in self.keys), tuple(v[:, :, :length] for v in self.values), length
+        )
+
+
+@dataclass(frozen=True)
+class ForwardResult:
+    hidden: np.ndarray  # [new_tokens, hidden_size] final-norm hidden states
+    logits: np.ndarray | None  # [vocab] at the last position, when asked for
+    state: KVState
+
+
+class LMEngine:
+    """One loaded artefact: session, tokenizer, sparse head, and an LRU of prefix KV states."""
+
+    def __init__(self, artefact: str | Path, *, threads: int = 2, prefix_cache_bytes: int = 64 << 20) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.root = Path(artefact)
+        manifest_path = self.root / "manifest.json"
+        if not manifest_path.exists():
+            raise TargetModelError(f"{self.root} is not a target-model artefact (no manifest.json)")
+        self.manifest = json.loads(manifest_path.read_text())
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(str(self.root / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        self.tokenizer = Tokenizer.from_file(str(self.root / "tokenizer.json"))
+        self.head = np.load(self.root / "lm_head.f16.npy", mmap_mode="r")
+        self.num_layers = int(self.manifest["num_layers"])
+        self.kv_heads = int(self.manifest["num_kv_heads"])
+        self.head_dim = int(self.manifest["head_dim"])
+        self.eos_id = int(self.manifest.get("eos_token_id") or 2)
+        self._present = [f"present.{i}.{kind}" for i in range(self.num_layers) for kind in ("key", "value")]
+        self._prefix_cache: OrderedDict[str, KVState] = OrderedDict()
+        self.prefix_cache_bytes = prefix_cache_bytes
+        self._prefix_lock = threading.Lock()
+        self._rows_cache: dict[tuple[int, ...], np.ndarray] = {}
+        self._token_text: dict[int, str] = {}
+
+    # ---- tokens ---------------------------------------------------------
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    def token_text(self, token_id: int) -> str:
+        """The exact text a single token contributes (byte-level BPE safe for whole characters)."""
+        text = self._token_text.get(token_id)
+        if text is None:
+            text = self.tokenizer.decode([token_id], skip_special_tokens=False)
+            self._token_text[token_id] = text
+        return text
+
+    # ---- model ----------------------------------------------------------
+    def empty_state(self) -> KVState:
+        empty = np.zeros((1, self.kv_heads, 0, self.head_dim), dtype=np.float32)
+        return KVState(tuple(empty for _ in range(self.num_layers)), tuple(empty for _ in range(self.num_layers)), 0)
+
+    def forward(self, ids: Sequence[int], state: KVState | None = None, *, want_logits: bool = False) -> ForwardResult:
+        """Run ``ids`` after ``state``; returns hidden states of the new positions and the new state."""
+        if not ids:
+            raise TargetModelError("forward() needs at least one token")
+        state = state or self.empty_state()
+        count = len(ids)
+        feeds: dict[str, np.ndarray] = {
+            "input_ids": np.asarray([ids], dtype=np.int64),
+            "attention_mask": np.ones((1, state.length + count), dtype=np.int64),
+            "position_ids": np.arange(state.length, state.length + count, dtype=np.int64)[None, :],
+        }
+        for i in range(self.num_layers):
+            feeds[f"past_key_values.{i}.key"] = state.keys[i]
+            feeds[f"past_key_values.{i}.value"] = state.values[i]
+        names = (["logits"] if want_logits else []) + ["hidden"] + self._present
+        outputs = self.session.run(names, feeds)
+        offset = 1 if want_logits else 0
+        hidden = outputs[offset][0]
+        presents = outputs[offset + 1 :]
+        new_state = KVState(tuple(presents[0::2]), tuple(presents[1::2]), state.length + count)
+        logits = outputs[0][0, -1] if want_logits else None
+        return ForwardResult(hidden, logits, new_state)
+
+    def scores(self, hidden: np.ndarray, token_ids: Sequence[int]) -> np.ndarray:
+        """Logits of ``token_ids`` only: a [k, hidden] x [hidden] product instead of the whole vocabulary."""
+        key = tuple(token_ids)
+        rows = self._rows_cache.get(key)
+        if rows is None:
+            rows = np.asarray(self.head[list(key)], dtype=np.float32)
+            if len(self._rows_cache) > 4096:
+                self._rows_cache.clear()
+            self._rows_cache[key] = rows
+        return rows @ hidden.astype(np.float32)
+
+    def prefix_state(self, prefix_ids: Sequence[int]) -> KVState:
+        """KV state of a prompt prefix, computed once and reused (bounded LRU, bytes accounted)."""
+        key = ",".join(map(str, prefix_ids))
+        with self._prefix_lock:
+            cached = self._prefix_cache.get(key)
+            if cached is not None:
+                self._prefix_cache.move_to_end(key)
+                return cached
+        state = self.forward(list(prefix_ids)).state
+        with self._prefix_lock:
+            self._prefix_cache[key] = state
+            while self.prefix_cache_used > self.prefix_cache_bytes and len(self._prefix_cache) > 1:
+                self._prefix_cache.popitem(last=False)
+        return state
+
+    @property
+    def prefix_cache_used(self) -> int:
+        return sum(state.nbytes for state in self._prefix_cache.values())
+
+    @property
+    def prefix_cache_entries(self) -> int:
+        return len(self._prefix_cache)
+
+    def greedy(
+        self, ids: Sequence[int], *, max_new_tokens: int = 64, stop_ids: Sequence[int] = (), state: KVState | None = None
+    ) -> list[int]:
+        """Plain greedy decoding with a KV cache (the reference the constrained paths must match)."""
+        stops = set(stop_ids) | {self.eos_id}
+        result = self.forward(list(ids), state, want_logits=True)
+        out: list[int] = []
+        for _ in range(max_new_tokens):
+            assert result.logits is not None
+            token = int(np.argmax(result.logits))
+            if token in stops:
+                break
+            out.append(token)
+            result = self.forward([token], result.state, want_logits=True)
+        return out
