@@ -21,13 +21,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from edge_runtime.compiler import LoadedCompiledEntry
     from edge_runtime.errors import ArcError
-    from edge_runtime.metadata import PARAM_TYPES, Param
+    from edge_runtime.metadata import entry_from_dict
 
     try:
         module = LoadedCompiledEntry(args.module.read_text(encoding="utf-8"), args.module.stem)
         raw = json.loads(args.params)
-        params = [Param(name=p["name"], description=p["description"], type=PARAM_TYPES[p["type"]]) for p in module.meta["params"]]
-        values = {p.name: p.validate(raw.get(p.name)) for p in params}
+        values = entry_from_dict(module.meta).validate(raw)
         execution = module.run(values)
     except (ArcError, ValueError, OSError) as exc:
         print(f"arc-edge: {exc}", file=sys.stderr)

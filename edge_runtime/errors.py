@@ -70,3 +70,12 @@ class ParameterValidationError(ArcError):
         self.param = param
         self.detail = detail
         super().__init__(f"parameter {param!r}: {detail}")
+
+
+class ExtractionError(ArcError):
+    """IS2 could not produce a valid parameter set; ``reason`` is the MISS reason users see."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        self.reason = reason
+        self.detail = detail
+        super().__init__(f"{reason}: {detail}")

@@ -10,7 +10,7 @@ import math
 import string
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from edge_runtime.errors import DefinitionError, ParameterValidationError
 
@@ -172,16 +172,70 @@ def format_value(value: Any) -> str:
 
 
 def declared_params(params: Sequence[Param]) -> list[dict[str, Any]]:
-    """Parameters as plain dicts, for manifests and prompts."""
+    """Parameters as plain data, for manifests, compiled modules and prompts (round-trips via ``param_from_dict``)."""
+    def plain(value: Any) -> Any:
+        return str(value) if isinstance(value, Fraction) else value
+
     return [
         {
             "name": p.name,
             "description": p.description,
             "type": p.type_name,
-            "original": p.original if p.type is not Fraction else str(p.original),
-            "examples": list(p.examples),
-            "domain": p.domain_text(),
+            "original": plain(p.original),
+            "examples": [plain(e) for e in p.examples],
+            "minimum": p.minimum,
+            "maximum": p.maximum,
+            "exclusive_minimum": p.exclusive_minimum,
+            "choices": list(p.choices) if p.choices is not None else None,
             "unit": p.unit,
+            "domain": p.domain_text(),
         }
         for p in params
     ]
+
+
+def param_from_dict(data: Mapping[str, Any]) -> Param:
+    """Inverse of ``declared_params`` for one parameter."""
+    kind = PARAM_TYPES[data["type"]]
+
+    def typed(value: Any) -> Any:
+        return Fraction(value) if kind is Fraction and value is not None else value
+
+    return Param(
+        name=data["name"],
+        description=data["description"],
+        type=kind,
+        original=typed(data.get("original")),
+        examples=tuple(typed(e) for e in data.get("examples") or ()),
+        minimum=data.get("minimum"),
+        maximum=data.get("maximum"),
+        exclusive_minimum=bool(data.get("exclusive_minimum", False)),
+        choices=tuple(data["choices"]) if data.get("choices") is not None else None,
+        unit=data.get("unit"),
+    )
+
+
+def entry_to_dict(entry: EntryPoint) -> dict[str, Any]:
+    """An entry point as plain data (manifests, compiled modules)."""
+    return {
+        "id": entry.id,
+        "description": entry.description,
+        "template": entry.template,
+        "question": entry.question,
+        "root": entry.root,
+        "answer_key": entry.answer_key,
+        "params": declared_params(entry.params),
+    }
+
+
+def entry_from_dict(data: Mapping[str, Any]) -> EntryPoint:
+    """Inverse of ``entry_to_dict``: what a device rebuilds from a bundle without any source."""
+    return EntryPoint(
+        id=data["id"],
+        description=data["description"],
+        template=data["template"],
+        params=tuple(param_from_dict(p) for p in data["params"]),
+        root=data.get("root", ""),
+        question=data.get("question", ""),
+        answer_key=data.get("answer_key"),
+    )

@@ -1,0 +1,215 @@
+"""IS2: pull an entry's parameters out of a question, then validate them.
+
+Three paths, cheapest first, each recorded in the result:
+- ``template``: the question is the entry's template with new slot values; no model call.
+- ``lm-draft``: an aligner drafts every value, the model verifies the draft in one forward
+  pass on the entry's cached prompt prefix; decoding resumes only where it disagrees.
+- ``lm``: constrained greedy decoding of the whole answer.
+Both model paths give exactly the constrained greedy answer. Every value then passes the
+parameter's type and domain check; failure is an ExtractionError with the MISS reason.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from edge_runtime.draft import draft_values
+from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
+from edge_runtime.json_constraint import JsonSlotsConstraint, SlotSpec
+from edge_runtime.lm_engine import KVState, LMEngine
+from edge_runtime.metadata import EntryPoint, Param, format_value
+from edge_runtime.param_values import read_param
+from edge_runtime.template_match import match_template
+
+SYSTEM = (
+    "You copy parameter values out of a question. Answer with JSON only. "
+    "Copy every value exactly as it is written in the question."
+)
+
+
+@dataclass
+class Extraction:
+    """Validated parameter values plus how they were obtained."""
+
+    values: dict[str, Any]
+    spans: dict[str, str]
+    path: str
+    forward_passes: int = 0
+    draft_tokens_accepted: int = 0
+    draft_tokens: int = 0
+    seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _param_line(param: Param) -> str:
+    if param.choices is not None:
+        hint = "one of: " + ", ".join(str(c) for c in param.choices)
+    elif param.type is str:
+        hint = "text"
+    else:
+        hint = "a number, copied as written"
+    return f"- {param.name}: {param.description} ({hint})"
+
+
+def example_spans(entry: EntryPoint) -> list[dict[str, str]]:
+    """Worked examples for the prompt: the original question and one re-parameterised variant,
+    so a small model learns to copy from the question rather than from the example."""
+    original = {p.name: format_value(p.original) for p in entry.params}
+    variant = {p.name: format_value(p.examples[0]) if p.examples else original[p.name] for p in entry.params}
+    return [original] if variant == original else [original, variant]
+
+
+def prompt_parts(entry: EntryPoint, question: str) -> tuple[str, str]:
+    """(prefix, suffix): the prefix depends on the entry only, so its KV state is reused."""
+    lines = "\n".join(_param_line(p) for p in entry.params)
+    turns = [f"<|im_start|>system\n{SYSTEM}<|im_end|>\n"]
+    for spans in example_spans(entry):
+        example_q = entry.template.format(**spans)
+        example_a = json.dumps(spans, ensure_ascii=False)
+        turns.append(f"<|im_start|>user\nParameters:\n{lines}\nQuestion: {example_q}<|im_end|>\n")
+        turns.append(f"<|im_start|>assistant\n{example_a}<|im_end|>\n")
+    prefix = "".join(turns) + f"<|im_start|>user\nParameters:\n{lines}\nQuestion:"
+    suffix = f" {question.strip()}<|im_end|>\n<|im_start|>assistant\n"
+    return prefix, suffix
+
+
+def validate_spans(entry: EntryPoint, spans: dict[str, str]) -> dict[str, Any]:
+    """Typed values for every parameter, or ExtractionError('validation_failed')."""
+    values = {}
+    for param in entry.params:
+        try:
+            values[param.name] = read_param(param, spans.get(param.name, ""))
+        except ParameterValidationError as exc:
+            raise ExtractionError("validation_failed", str(exc)) from exc
+    return values
+
+
+class Extractor:
+    """Runs IS2 for any entry on one shared engine (or the fast path alone when there is none)."""
+
+    def __init__(self, engine: LMEngine | None, *, use_fast_path: bool = True, use_draft: bool = True) -> None:
+        self.engine = engine
+        self.use_fast_path = use_fast_path
+        self.use_draft = use_draft
+        if engine is not None:
+            template = (engine.root / "chat_template.jinja").read_text(encoding="utf-8") if (
+                engine.root / "chat_template.jinja"
+            ).exists() else ""
+            if "<|im_start|>" not in template:
+                raise TargetModelError("the extractor's prompt needs a ChatML chat template (<|im_start|>)")
+
+    def extract(self, entry: EntryPoint, question: str) -> Extraction:
+        started = time.perf_counter()
+        if self.use_fast_path:
+            slots = match_template(entry.template, question)
+            if slots is not None:
+                try:
+                    values = validate_spans(entry, slots)
+                except ExtractionError:
+                    values = None  # literal text matched but a slot is not a value: let the model read it
+                if values is not None:
+                    return Extraction(values, slots, "template", seconds=time.perf_counter() - started)
+        if self.engine is None:
+            raise ExtractionError("extraction_failed", "the question does not match the template and no target model is loaded")
+        extraction = self._with_model(entry, question)
+        extraction.values = validate_spans(entry, extraction.spans)
+        extraction.seconds = time.perf_counter() - started
+        return extraction
+
+    # ---- the model paths ---------------------------------------------------------
+    def _with_model(self, entry: EntryPoint, question: str) -> Extraction:
+        engine = self.engine
+        assert engine is not None
+        prefix, suffix = prompt_parts(entry, question)
+        t0 = time.perf_counter()
+        state = engine.prefix_state(engine.encode(prefix))
+        t1 = time.perf_counter()
+        suffix_ids = engine.encode(suffix)
+        slots = [SlotSpec(p.name, tuple(str(c) for c in p.choices) if p.choices else None) for p in entry.params]
+        machine = JsonSlotsConstraint(engine, slots, question.strip())
+        draft = draft_values(entry.template, entry.params, question) if self.use_draft else None
+        passes = 0
+        accepted = 0
+        draft_ids: list[int] = []
+        if draft is not None:
+            draft_ids = machine.draft_tokens([draft[p.name] for p in entry.params])
+            result = engine.forward(suffix_ids + draft_ids, state)
+            passes += 1
+            hidden_rows = result.hidden[len(suffix_ids) - 1 :]  # row j predicts draft token j
+            accepted, diverged = self._verify(machine, draft_ids, hidden_rows)
+            if machine.done:
+                return self._finish(machine, "lm-draft", passes, accepted, len(draft_ids), t0, t1)
+            # Keep the state of every verified token, then continue from the model's own choice.
+            state = result.state.truncate(state.length + len(suffix_ids) + accepted)
+            assert diverged is not None
+            token, forced = diverged
+            feed = [token] + forced
+        else:
+            feed = suffix_ids + machine.forced()
+        passes += self._decode(machine, state, feed)
+        path = "lm-draft" if draft is not None else "lm"
+        return self._finish(machine, path, passes, accepted, len(draft_ids), t0, t1)
+
+    def _verify(
+        self, machine: JsonSlotsConstraint, draft_ids: list[int], hidden_rows: np.ndarray
+    ) -> tuple[int, tuple[int, list[int]] | None]:
+        """Replay the machine over the draft; returns (tokens accepted, (model's token, forced after it)) at a divergence."""
+        engine = self.engine
+        assert engine is not None
+        position = 0
+        while not machine.done:
+            for token in machine.forced():
+                if position >= len(draft_ids) or draft_ids[position] != token:
+                    raise RuntimeError("draft structure disagrees with the constraint")  # programming error
+                position += 1
+            if machine.done:
+                break
+            allowed = machine.allowed()
+            choice = self._choose(hidden_rows[position], allowed)
+            if position >= len(draft_ids) or draft_ids[position] != choice:
+                machine.advance(choice)
+                return position, (choice, machine.forced())
+            machine.advance(choice)
+            position += 1
+        return position, None
+
+    def _decode(self, machine: JsonSlotsConstraint, state: KVState, feed: list[int]) -> int:
+        """Constrained greedy decoding; each forward pass feeds a decision plus the structure after it."""
+        engine = self.engine
+        assert engine is not None
+        passes = 0
+        while not machine.done:
+            result = engine.forward(feed, state)
+            passes += 1
+            state = result.state
+            choice = self._choose(result.hidden[-1], machine.allowed())
+            machine.advance(choice)
+            feed = [choice] + machine.forced()
+        return passes
+
+    def _choose(self, hidden: np.ndarray, allowed: list[int]) -> int:
+        if not allowed:
+            raise ExtractionError("extraction_failed", "no token can continue the answer")
+        if len(allowed) == 1:
+            return allowed[0]
+        assert self.engine is not None
+        return allowed[int(np.argmax(self.engine.scores(hidden, allowed)))]
+
+    def _finish(
+        self, machine: JsonSlotsConstraint, path: str, passes: int, accepted: int, drafted: int, t0: float, t1: float
+    ) -> Extraction:
+        spans = machine.result()
+        return Extraction(
+            values={},
+            spans=spans,
+            path=path,
+            forward_passes=passes,
+            draft_tokens_accepted=accepted,
+            draft_tokens=drafted,
+            timings={"prefix_s": t1 - t0, "decode_s": time.perf_counter() - t1},
+        )
