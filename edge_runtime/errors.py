@@ -79,3 +79,27 @@ class ExtractionError(ArcError):
         self.reason = reason
         self.detail = detail
         super().__init__(f"{reason}: {detail}")
+
+
+class BundleError(ArcError):
+    """A bundle cannot be built or loaded; the subclasses say which check refused it."""
+
+
+class BundleFormatError(BundleError):
+    """The bundle's bytes are not a well-formed bundle (magic, truncation, msgpack, offsets, paths)."""
+
+
+class SignatureError(BundleError):
+    """The bundle is unsigned, its signature does not verify, or its signer is not trusted."""
+
+
+class IntegrityError(BundleError):
+    """A payload file's bytes do not match the hash the signed manifest lists for it."""
+
+
+class BlobStoreError(ArcError):
+    """The device's content-addressed store is missing a blob, or was given bytes that fail their hash."""
+
+
+class SigningKeyError(ArcError):
+    """A signing key cannot be created or loaded (exists already, unreadable, not Ed25519)."""

@@ -92,10 +92,23 @@ def validate_spans(entry: EntryPoint, spans: dict[str, str]) -> dict[str, Any]:
 class Extractor:
     """Runs IS2 for any entry on one shared engine (or the fast path alone when there is none)."""
 
-    def __init__(self, engine: LMEngine | None, *, use_fast_path: bool = True, use_draft: bool = True) -> None:
+    def __init__(
+        self,
+        engine: LMEngine | None,
+        *,
+        use_fast_path: bool = True,
+        use_draft: bool = True,
+        on_disagreement: str = "decode",
+    ) -> None:
+        """``on_disagreement``: when the model rejects the aligner's draft, ``"decode"`` continues
+        greedy decoding from the first disagreement (the model's answer wins), ``"miss"`` gives up
+        with ``extraction_failed`` (only answers two independent readers agree on are served)."""
+        if on_disagreement not in ("decode", "miss"):
+            raise ValueError("on_disagreement must be 'decode' or 'miss'")
         self.engine = engine
         self.use_fast_path = use_fast_path
         self.use_draft = use_draft
+        self.on_disagreement = on_disagreement
         if engine is not None:
             template = (engine.root / "chat_template.jinja").read_text(encoding="utf-8") if (
                 engine.root / "chat_template.jinja"
@@ -144,6 +157,10 @@ class Extractor:
             accepted, diverged = self._verify(machine, draft_ids, hidden_rows)
             if machine.done:
                 return self._finish(machine, "lm-draft", passes, accepted, len(draft_ids), t0, t1)
+            if self.on_disagreement == "miss":
+                raise ExtractionError(
+                    "extraction_failed", f"the model and the aligner disagree after {accepted} of {len(draft_ids)} tokens"
+                )
             # Keep the state of every verified token, then continue from the model's own choice.
             state = result.state.truncate(state.length + len(suffix_ids) + accepted)
             assert diverged is not None

@@ -22,7 +22,9 @@ _FRACTIONS = {"half": 0.5, "quarter": 0.25, "third": 1 / 3}
 class InstantTargetLM(TargetLM):
     """Rule-based answers: options found in the text, number words rewritten as literals."""
 
-    def generate(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] = ()) -> str:
+    def generate(
+        self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] = (), charset: str | None = None
+    ) -> str:
         value = _field(prompt, "Value:") or _field(prompt, "Text:") or ""
         number = words_to_number(value)
         if number is not None:

@@ -80,6 +80,7 @@ class LMEngine:
         self._prefix_lock = threading.Lock()
         self._rows_cache: dict[tuple[int, ...], np.ndarray] = {}
         self._token_text: dict[int, str] = {}
+        self._charset_tokens: dict[str, list[int]] = {}
 
     # ---- tokens ---------------------------------------------------------
     def encode(self, text: str) -> list[int]:
@@ -95,6 +96,16 @@ class LMEngine:
             text = self.tokenizer.decode([token_id], skip_special_tokens=False)
             self._token_text[token_id] = text
         return text
+
+    def tokens_within(self, charset: str) -> list[int]:
+        """Every token whose text uses only ``charset`` (computed once per charset: a vocabulary scan)."""
+        cached = self._charset_tokens.get(charset)
+        if cached is None:
+            allowed = set(charset)
+            size = self.tokenizer.get_vocab_size()
+            cached = [t for t in range(size) if (text := self.token_text(t)) and set(text) <= allowed]
+            self._charset_tokens[charset] = cached
+        return cached
 
     # ---- model ----------------------------------------------------------
     def empty_state(self) -> KVState:
@@ -159,17 +170,27 @@ class LMEngine:
         return len(self._prefix_cache)
 
     def greedy(
-        self, ids: Sequence[int], *, max_new_tokens: int = 64, stop_ids: Sequence[int] = (), state: KVState | None = None
+        self,
+        ids: Sequence[int],
+        *,
+        max_new_tokens: int = 64,
+        stop_ids: Sequence[int] = (),
+        state: KVState | None = None,
+        allowed: Sequence[int] | None = None,
     ) -> list[int]:
-        """Plain greedy decoding with a KV cache (the reference the constrained paths must match)."""
+        """Greedy decoding with a KV cache; with ``allowed``, only those tokens (or a stop) may be chosen."""
         stops = set(stop_ids) | {self.eos_id}
-        result = self.forward(list(ids), state, want_logits=True)
+        choices = None if allowed is None else sorted(set(allowed) | stops)
+        result = self.forward(list(ids), state, want_logits=choices is None)
         out: list[int] = []
         for _ in range(max_new_tokens):
-            assert result.logits is not None
-            token = int(np.argmax(result.logits))
+            if choices is None:
+                assert result.logits is not None
+                token = int(np.argmax(result.logits))
+            else:
+                token = choices[int(np.argmax(self.scores(result.hidden[-1], choices)))]
             if token in stops:
                 break
             out.append(token)
-            result = self.forward([token], result.state, want_logits=True)
+            result = self.forward([token], result.state, want_logits=choices is None)
         return out

@@ -6,6 +6,7 @@ This is the only module entry sources (and compiled modules) may import from the
 from __future__ import annotations
 
 import ast
+from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
 from edge_runtime.context import Context
@@ -136,12 +137,13 @@ def _model(ctx: Context) -> Any:
 
 def lm(ctx: Context, task: str, text: str = "", choices: Sequence[str] | None = None) -> str:
     """Ask the target model an atomic language task; with ``choices`` the answer is one of them."""
-    prompt = f"Task: {task}\nText: {text}\nAnswer:"
     if choices:
+        prompt = f"Task: {task}\nOptions: {', '.join(choices)}\nText: {text}\nAnswer with one option:"
         answer = _model(ctx).choose(prompt, list(choices))
         if answer not in choices:
             raise TargetModelError(f"target model answered {answer!r}, not one of {list(choices)!r}")
         return answer
+    prompt = f"Task: {task}\nText: {text}\nAnswer:"
     return _model(ctx).generate(prompt, max_new_tokens=48, stop=("\n",)).strip()
 
 
@@ -154,6 +156,10 @@ def extract(ctx: Context, what: str, text: str) -> str:
     return answer
 
 
+#: Characters a literal of these types may contain; generation is held to them.
+_LITERAL_CHARSETS: dict[type, str] = {int: "0123456789-", float: "0123456789.-", Fraction: "0123456789.-", bool: "TrueFals"}
+
+
 def smart_convert(ctx: Context, value: Any, d_type: type) -> Any:
     """``convert``; failing that, ask T for a Python literal, accepted only if it parses and has the type."""
     try:
@@ -161,8 +167,12 @@ def smart_convert(ctx: Context, value: Any, d_type: type) -> Any:
     except ConversionError:
         pass
     type_name = getattr(d_type, "__name__", str(d_type))
-    prompt = f"Rewrite the value as a Python {type_name} literal.\nValue: {value}\nLiteral:"
-    answer = _model(ctx).generate(prompt, max_new_tokens=24, stop=("\n",)).strip()
+    prompt = (
+        f"Rewrite the value as a Python {type_name} literal. Reply with the literal only.\n"
+        f"Examples: 'three' -> 3; 'one half' -> 0.5; 'yes' -> True\nValue: {value}\nLiteral:"
+    )
+    charset = _LITERAL_CHARSETS.get(d_type)
+    answer = _model(ctx).generate(prompt, max_new_tokens=24, stop=("\n",), charset=charset).strip()
     try:
         literal = ast.literal_eval(answer)
     except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:

@@ -25,7 +25,9 @@ class ScriptedTargetLM(TargetLM):
                 return reply
         return None
 
-    def generate(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] = ()) -> str:
+    def generate(
+        self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] = (), charset: str | None = None
+    ) -> str:
         self.prompts.append(prompt)
         reply = self._scripted(prompt)
         return self.default if reply is None else reply
