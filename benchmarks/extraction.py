@@ -1,0 +1,229 @@
+"""IS2 extraction on the real int8 target model: accuracy and latency per path, side by side.
+
+Question sets (all generated here from the example entries, values drawn from each
+parameter's domain with a fixed seed):
+- ``examples_reparam``: the entry's own template with new values (the agent case: fast path);
+- ``examples_paraphrased``: the same values in wordings the entry has never seen (LM path).
+Latency: the LM path (cached prompt prefix, draft verified in one pass, constrained decode),
+the template fast path, and the naive baseline (whole prompt, no prefix reuse, unconstrained
+greedy decode) on the same questions, in the same run.
+
+    .venv/bin/python benchmarks/extraction.py [--artefact DIR] [--per-entry N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import resource
+import statistics
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from edge_runtime.embedder import OnnxSentenceEmbedder  # noqa: E402
+from edge_runtime.errors import ExtractionError  # noqa: E402
+from edge_runtime.extractor import Extractor, prompt_parts  # noqa: E402
+from edge_runtime.lm_engine import LMEngine  # noqa: E402
+from edge_runtime.metadata import EntryPoint, Param  # noqa: E402
+from edge_runtime.registry import Registry  # noqa: E402
+
+#: Other wordings of the example entries' questions (same slots), written for this benchmark.
+PARAPHRASES: dict[str, list[str]] = {
+    "ideal-gas-pressure": [
+        "A {volume} {volume_unit} container holds {moles} mol of ideal gas at {temperature} degrees {temperature_unit}. Find its pressure in kPa.",
+        "Find the pressure in kPa: {moles} mol of gas, temperature {temperature} degrees {temperature_unit}, volume {volume} {volume_unit}.",
+    ],
+    "charles-law-volume": [
+        "At constant pressure, {volume} litres of air at {start_temperature} degrees {temperature_unit} is brought to {end_temperature} degrees {temperature_unit}. What volume in litres does it take up?",
+        "Air starts at {start_temperature} degrees {temperature_unit} in a {volume} litres balloon and ends at {end_temperature} degrees {temperature_unit}; pressure is constant. New volume in litres?",
+    ],
+    "compound-interest-balance": [
+        "What will ${principal} grow to in {years} years at {rate}% per year, compounded {frequency}?",
+        "A saver puts ${principal} into an account paying {rate}% a year compounded {frequency}. How much is there after {years} years?",
+    ],
+    "parcel-shipping-cost": [
+        "What is the postage for a {weight} kg parcel with {contents} going to a {zone} address?",
+        "I am shipping {contents} in a parcel that weighs {weight} kg to a {zone} address. How much will it cost?",
+    ],
+    "recipe-ingredient-scaling": [
+        "To serve {servings} people a recipe needs {quantity} {unit} of {ingredient}. How many {unit} of {ingredient} are needed for {wanted} people?",
+        "My recipe uses {quantity} {unit} of {ingredient} for {servings} servings. How many {unit} of {ingredient} for {wanted} servings?",
+    ],
+    "school-trip-cost": [
+        "{students} students and {teachers} teachers visit a museum. Buses seat {seats} each and cost ${bus_price} to hire; student tickets are ${ticket_price} and teachers go free. How many buses, and what is the total cost in dollars?",
+        "For a museum trip with {students} students and {teachers} teachers, each bus holds {seats} people at ${bus_price} per bus, and each student ticket is ${ticket_price} (teachers free). How many buses are needed and what does the trip cost in dollars?",
+    ],
+}
+
+
+def sample_value(param: Param, rng: random.Random) -> Any:
+    if param.choices is not None:
+        return rng.choice(list(param.choices))
+    if param.type is str:
+        return rng.choice([param.original, *param.examples])
+    low = param.minimum if param.minimum is not None else 0
+    high = min(param.maximum if param.maximum is not None else 1000, max(abs(low) * 10, 500))
+    if param.type is int:
+        return rng.randint(int(math.ceil(low + (1 if param.exclusive_minimum else 0))), int(high))
+    value = round(rng.uniform(max(low, 0.1), high), rng.choice([0, 1, 2]))
+    return value if value > low else low + 1
+
+
+def questions(entries: dict[str, EntryPoint], per_entry: int, seed: int) -> dict[str, list[tuple[EntryPoint, str, dict]]]:
+    rng = random.Random(seed)
+    sets: dict[str, list[tuple[EntryPoint, str, dict]]] = {"examples_reparam": [], "examples_paraphrased": []}
+    for entry_id, entry in sorted(entries.items()):
+        for i in range(per_entry):
+            values = {p.name: sample_value(p, rng) for p in entry.params}
+            values = entry.validate(values)
+            sets["examples_reparam"].append((entry, entry.render(values), values))
+            template = PARAPHRASES[entry_id][i % len(PARAPHRASES[entry_id])]
+            rendered = template.format(**{k: _text(v) for k, v in values.items()})
+            sets["examples_paraphrased"].append((entry, rendered, values))
+    return sets
+
+
+def _text(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def same(expected: dict, got: dict, entry: EntryPoint) -> bool:
+    for param in entry.params:
+        a, b = expected[param.name], got.get(param.name)
+        if param.type is str and param.choices is None and isinstance(a, str):
+            # free text: the recipe quantity is compared by the number it denotes, text by exact span
+            if a.strip().lower() != str(b).strip().lower():
+                return False
+        elif isinstance(a, (int, float, Fraction)) and not isinstance(a, bool):
+            if not isinstance(b, (int, float, Fraction)) or not math.isclose(float(a), float(b), rel_tol=1e-9):
+                return False
+        elif a != b:
+            return False
+    return True
+
+
+def run_set(extractor: Extractor, items: list, record: list[float]) -> tuple[float, dict[str, int]]:
+    right = 0
+    outcomes: dict[str, int] = {}
+    for entry, question, values in items:
+        start = time.perf_counter()
+        try:
+            result = extractor.extract(entry, question)
+            record.append((time.perf_counter() - start) * 1000)
+            ok = same(values, result.values, entry)
+            key = f"{result.path}:{'right' if ok else 'wrong'}"
+            right += ok
+        except ExtractionError as exc:
+            record.append((time.perf_counter() - start) * 1000)
+            key = f"miss:{exc.reason}"
+        outcomes[key] = outcomes.get(key, 0) + 1
+    return right / len(items), outcomes
+
+
+def p50(values: list[float]) -> float:
+    return round(statistics.median(values), 2) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--artefact", type=Path, default=None, help="target-model artefact (default: build/cache SmolLM2 int8)")
+    parser.add_argument("--per-entry", type=int, default=12)
+    parser.add_argument("--naive", type=int, default=6, help="questions timed on the naive path (slow)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    artefact = args.artefact
+    if artefact is None:
+        from builder.target_model import build_target_model
+
+        artefact = build_target_model(progress=lambda m: print(m, file=sys.stderr))
+    registry = Registry(OnnxSentenceEmbedder())
+    registry.add_directory(REPO / "bundles" / "examples")
+    start = time.perf_counter()
+    engine = LMEngine(artefact, threads=args.threads)
+    model_load_s = time.perf_counter() - start
+    sets = questions(registry.entries, args.per_entry, args.seed)
+
+    fast = Extractor(None)
+    fast_ms: list[float] = []
+    acc_fast, out_fast = run_set(fast, sets["examples_reparam"], fast_ms)
+
+    figures: dict[str, Any] = {"accuracy": {}, "outcomes": {}}
+    figures["accuracy"]["examples_reparam"] = round(acc_fast, 4)
+    figures["outcomes"]["examples_reparam"] = out_fast
+    for policy in ("decode", "miss"):
+        lm = Extractor(engine, on_disagreement=policy)
+        for entry, question, _ in sets["examples_paraphrased"][:: args.per_entry]:
+            try:  # warm each entry's prompt prefix once
+                lm.extract(entry, question)
+            except ExtractionError:
+                pass
+        lm_ms: list[float] = []
+        acc, outcomes = run_set(lm, sets["examples_paraphrased"], lm_ms)
+        name = "examples_paraphrased" if policy == "decode" else "examples_paraphrased_agree_or_miss"
+        figures["accuracy"][name] = round(acc, 4)
+        figures["outcomes"][name] = outcomes
+        if policy == "decode":
+            figures["lm_path_p50_ms"] = p50(lm_ms)
+            figures["lm_path_p90_ms"] = round(sorted(lm_ms)[int(0.9 * (len(lm_ms) - 1))], 2)
+        else:
+            figures["agree_or_miss_p50_ms"] = p50(lm_ms)
+    served = {k: v for k, v in figures["outcomes"]["examples_paraphrased_agree_or_miss"].items() if not k.startswith("miss")}
+    right = sum(v for k, v in served.items() if k.endswith(":right"))
+    figures["agree_or_miss_served_precision"] = round(right / max(1, sum(served.values())), 4)
+
+    naive_ms: list[float] = []
+    end = engine.encode("<|im_end|>")[:1]
+    for entry, question, _ in sets["examples_paraphrased"][: args.naive]:
+        prefix, suffix = prompt_parts(entry, question)
+        start = time.perf_counter()
+        engine.greedy(engine.encode(prefix + suffix), max_new_tokens=96, stop_ids=end)
+        naive_ms.append((time.perf_counter() - start) * 1000)
+
+    figures.update(
+        {
+            "fast_path_p50_ms": round(statistics.median(fast_ms), 3),
+            "naive_p50_ms": p50(naive_ms),
+            "model_load_s": round(model_load_s, 3),
+            "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "prefix_cache_mb": round(engine.prefix_cache_used / 2**20, 2),
+            "questions_per_set": len(sets["examples_reparam"]),
+            "recipe": engine.manifest.get("recipe"),
+            "threads": args.threads,
+            "gsm_symbolic": "pending: needs the GSM8K entries (issue 5)",
+        }
+    )
+    if args.json:
+        print(json.dumps(figures))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"IS2 extraction — SmolLM2-135M {figures['recipe']}, {args.threads} threads")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for key in ("lm_path_p50_ms", "lm_path_p90_ms", "agree_or_miss_p50_ms", "fast_path_p50_ms", "naive_p50_ms", "model_load_s", "rss_mb", "prefix_cache_mb"):
+        table.add_row(key, str(figures[key]))
+    for name, value in figures["accuracy"].items():
+        table.add_row(f"accuracy[{name}]", f"{value:.1%}")
+    table.add_row("precision when served (agree-or-miss)", f"{figures['agree_or_miss_served_precision']:.1%}")
+    console.print(table)
+    for name, outcomes in figures["outcomes"].items():
+        console.print(f"{name}: {outcomes}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""A tiny random Llama checkpoint and its target-model artefacts, built once per test session.
+
+Not a conftest: test modules import the helpers (``from tiny_llama import ...``) and wrap them in
+their own session fixtures. Every builder is memoised on its base directory (module-level caches),
+so the checkpoint and each artefact are built once per session however many modules ask for them.
+
+The checkpoint is deterministic: a byte-level BPE tokenizer trained on a fixed corpus, a
+LlamaConfig written in code and ``torch.manual_seed(0)`` weights. Its answers are arbitrary but
+reproducible, which is what the engine and extractor tests need (equality, not quality).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from pathlib import Path
+
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+HIDDEN_SIZE = 64
+NUM_LAYERS = 2
+NUM_HEADS = 4
+NUM_KV_HEADS = 2
+ROPE_THETA = 100000.0
+
+_lock = threading.Lock()
+
+
+def corpus() -> list[str]:
+    """A few hundred sentences with digits, units, number words, JSON punctuation and ChatML turns."""
+    units = ["celsius", "fahrenheit", "kelvin", "litres", "millilitres", "cubic metres", "mol", "kPa", "boxes"]
+    words = ["twelve", "a dozen", "half", "three", "seven", "twenty", "hundred", "thousand"]
+    modes = ["air", "sea", "road", "rail"]
+    lines: list[str] = []
+    for i in range(120):
+        n = (i * 37) % 1000
+        unit = units[i % len(units)]
+        word = words[i % len(words)]
+        lines.append(f"What is the pressure, in kPa, of {n} mol of an ideal gas at {i * 3 - 40} degrees {unit}?")
+        lines.append(f"Ship {word} boxes of {n / 4:g} {unit} by {modes[i % len(modes)]}.")
+        lines.append(json.dumps({"moles": str(n), "temperature": f"{i}.5", "unit": unit, "mode": modes[i % 4]}))
+        lines.append(f"<|im_start|>user\nQuestion: convert {n},{i:03d} {unit} into {units[(i + 1) % len(units)]}<|im_end|>")
+        lines.append(f"<|im_start|>assistant\n{{\"value\": \"{3 + i % 5} {i % 7}/8\", \"count\": {i}}}<|im_end|><|endoftext|>")
+    lines += [
+        "You copy parameter values out of a question. Answer with JSON only.",
+        "Copy every value exactly as it is written in the question.",
+        "You are a precise assistant. Answer with the answer only, no explanation.",
+        "Parameters: - moles: amount of gas in moles (a number, copied as written)",
+        "The capital of France is Paris. The capital of Spain is Madrid.",
+        "0 1 2 3 4 5 6 7 8 9 10 11 12 100 1,200 3 1/2 -5 -40 0.5 2.5 500",
+    ]
+    return lines
+
+
+def _train_tokenizer(out: Path) -> "object":
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=600,
+        min_frequency=2,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(corpus(), trainer)
+    tokenizer.save(str(out / "tokenizer.json"))
+    return tokenizer
+
+
+def _build_checkpoint(out: Path) -> Path:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    out.mkdir(parents=True, exist_ok=True)
+    raw = _train_tokenizer(out)
+    ids = {name: raw.token_to_id(name) for name in SPECIAL_TOKENS}
+    fast = PreTrainedTokenizerFast(
+        tokenizer_file=str(out / "tokenizer.json"),
+        bos_token="<|im_start|>",
+        eos_token="<|im_end|>",
+        unk_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(out)
+    (out / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
+    config = LlamaConfig(
+        hidden_size=HIDDEN_SIZE,
+        intermediate_size=128,
+        num_hidden_layers=NUM_LAYERS,
+        num_attention_heads=NUM_HEADS,
+        num_key_value_heads=NUM_KV_HEADS,
+        vocab_size=raw.get_vocab_size(),
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        rope_theta=ROPE_THETA,
+        bos_token_id=ids["<|im_start|>"],
+        eos_token_id=ids["<|im_end|>"],
+        pad_token_id=ids["<|endoftext|>"],
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).eval()
+    model.save_pretrained(out)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _checkpoint(base: str) -> Path:
+    return _build_checkpoint(Path(base) / "tiny-llama")
+
+
+def tiny_llama_dir(base: Path) -> Path:
+    """The tiny checkpoint directory under ``base`` (built on first use)."""
+    with _lock:
+        return _checkpoint(str(base))
+
+
+@functools.lru_cache(maxsize=None)
+def _artefact(base: str, recipe: str) -> Path:
+    from builder.target_model import build_target_model
+
+    source = _checkpoint(base)
+    return build_target_model(source=source, cache_dir=Path(base) / "target-models", recipe=recipe, progress=lambda _m: None)
+
+
+def tiny_artefact(base: Path, recipe: str = "fp32") -> Path:
+    """The artefact of the tiny checkpoint for ``recipe`` (built on first use, then cached)."""
+    with _lock:
+        return _artefact(str(base), recipe)
+
+
+def session_base(tmp_path_factory) -> Path:
+    """One directory per pytest session that every module shares (the base temp dir is per session)."""
+    base = tmp_path_factory.getbasetemp() / "tiny-llama-shared"
+    base.mkdir(exist_ok=True)
+    return base
+
+
+def chatml(user: str, system: str | None = None) -> str:
+    """A ChatML prompt ending with the assistant turn's header."""
+    head = f"<|im_start|>system\n{system}<|im_end|>\n" if system else ""
+    return f"{head}<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
