@@ -119,7 +119,8 @@ class Extractor:
     def extract(self, entry: EntryPoint, question: str) -> Extraction:
         started = time.perf_counter()
         if self.use_fast_path:
-            slots = match_template(entry.template, question)
+            choices = {p.name: tuple(str(c) for c in p.choices) for p in entry.params if p.choices}
+            slots = match_template(entry.template, question, choices)
             if slots is not None:
                 try:
                     values = validate_spans(entry, slots)

@@ -14,8 +14,12 @@ _SPACE = re.compile(r"\s+")
 
 
 @lru_cache(maxsize=1024)
-def template_pattern(template: str) -> re.Pattern[str]:
-    """A regex that matches the template's literal text exactly (whitespace- and case-insensitively)."""
+def template_pattern(template: str, choices: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> re.Pattern[str]:
+    """A regex that matches the template's literal text exactly (whitespace- and case-insensitively).
+
+    A slot with ``choices`` matches only one of them, so adjacent slots ("{volume} {volume_unit}")
+    split where a person would split them."""
+    allowed = dict(choices)
     parts: list[str] = []
     seen: set[str] = set()
     for literal, field, _, _ in string.Formatter().parse(template):
@@ -25,15 +29,20 @@ def template_pattern(template: str) -> re.Pattern[str]:
             if field in seen:
                 parts.append(f"(?P={field})")
             else:
-                parts.append(f"(?P<{field}>.+?)")
+                options = allowed.get(field)
+                body = "|".join(re.escape(o) for o in sorted(options, key=len, reverse=True)) if options else ".+?"
+                parts.append(f"(?P<{field}>{body})")
                 seen.add(field)
     return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
 
 
-def match_template(template: str, question: str) -> dict[str, str] | None:
+def match_template(
+    template: str, question: str, choices: dict[str, tuple[str, ...]] | None = None
+) -> dict[str, str] | None:
     """Slot texts if ``question`` equals ``template`` apart from the slot values, else None."""
     text = _SPACE.sub(" ", question.strip())
-    found = template_pattern(_SPACE.sub(" ", template.strip())).fullmatch(text)
+    key = tuple(sorted((name, tuple(str(c) for c in opts)) for name, opts in (choices or {}).items()))
+    found = template_pattern(_SPACE.sub(" ", template.strip()), key).fullmatch(text)
     if found is None:
         return None
     slots = {name: value.strip() for name, value in found.groupdict().items()}

@@ -30,6 +30,9 @@ NUM_LAYERS = 2
 NUM_HEADS = 4
 NUM_KV_HEADS = 2
 ROPE_THETA = 100000.0
+#: Larger than the default 0.02 so the layers, not the tied embedding alone, drive the next token
+#: (with 0.02 a random tied model just repeats its last input token).
+INIT_RANGE = 0.3
 
 _lock = threading.Lock()
 
@@ -64,7 +67,10 @@ def _train_tokenizer(out: Path) -> "object":
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # SmolLM2's layout: digits one by one, then GPT-2 byte-level pieces (so '",' and '"}' merge).
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=600,
@@ -105,6 +111,7 @@ def _build_checkpoint(out: Path) -> Path:
         max_position_embeddings=2048,
         tie_word_embeddings=True,
         rope_theta=ROPE_THETA,
+        initializer_range=INIT_RANGE,
         bos_token_id=ids["<|im_start|>"],
         eos_token_id=ids["<|im_end|>"],
         pad_token_id=ids["<|endoftext|>"],
