@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 demo: $(STAMP)
-	ORT_DISABLE_TELEMETRY=1 $(VENV)/bin/arc-build demo --out build/compiled
+	ORT_DISABLE_TELEMETRY=1 $(VENV)/bin/arc-build demo
 
 test: $(STAMP)
 	ORT_DISABLE_TELEMETRY=1 $(PY) -m pytest -q

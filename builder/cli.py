@@ -13,9 +13,9 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="arc-build", description="Build ARC cache entries and bundles.")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="register, compile and run the example entries, printing narration")
+    demo = sub.add_parser("demo", help="build a bundle from the example entries, serve it, answer example questions")
     demo.add_argument("--examples", type=Path, default=None, help="directory of entry sources")
-    demo.add_argument("--out", type=Path, default=None, help="also write the compiled modules here")
+    demo.add_argument("--out", type=Path, default=None, help="where to write the bundle (default build/bundles)")
     comp = sub.add_parser("compile-entries", help="compile every entry of a source directory to standalone modules")
     comp.add_argument("sources", type=Path)
     comp.add_argument("--out", type=Path, required=True)
@@ -24,6 +24,16 @@ def main(argv: list[str] | None = None) -> int:
     tm.add_argument("--recipe", default="int8", help="int8 | int8-fp32-down | fp32")
     tm.add_argument("--cache-dir", type=Path, default=Path("build/target-models"))
     tm.add_argument("--force", action="store_true", help="rebuild even if a cached artefact exists")
+    keys = sub.add_parser("keys", help="make an Ed25519 signing key pair")
+    keys.add_argument("--out", type=Path, default=None, help="directory (default: the default key directory)")
+    bundle = sub.add_parser("bundle", help="compile entry sources into a signed bundle with its routing index")
+    bundle.add_argument("sources", type=Path)
+    bundle.add_argument("--out", type=Path, default=Path("build/bundles"))
+    bundle.add_argument("--name", required=True)
+    bundle.add_argument("--version", required=True)
+    bundle.add_argument("--key", type=Path, default=None, help="private key (default: the default key, created on first use)")
+    bundle.add_argument("--target-model", type=Path, default=None, help="artefact dir (default: build the SmolLM2 int8 artefact)")
+    bundle.add_argument("--no-target-model", action="store_true", help="template fast path only")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
@@ -44,6 +54,21 @@ def main(argv: list[str] | None = None) -> int:
         except TargetModelBuildError as exc:
             print(f"arc-build: {exc}", file=sys.stderr)
             return 2
+        print(path)
+        return 0
+    if args.command == "keys":
+        from builder.keys import default_key_dir, generate_keypair
+
+        private, public = generate_keypair(args.out or default_key_dir())
+        print(f"private key: {private}\npublic key:  {public} (give this file to devices: arc-edge serve --trust)")
+        return 0
+    if args.command == "bundle":
+        from builder.pipeline import make_bundle
+
+        path = make_bundle(
+            args.sources, args.out, name=args.name, version=args.version, key=args.key,
+            target_model=None if args.no_target_model else (args.target_model or "default"),
+        )
         print(path)
         return 0
     if args.command == "compile-entries":

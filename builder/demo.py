@@ -1,60 +1,81 @@
-"""The main job, for now: register the example entries, compile them, answer their questions.
+"""The main job: build a signed bundle from the example entries, serve it, answer example questions.
 
-Prints each entry's question, the parameters, the compiled result and its narration,
-and checks that dynamic and compiled execution agree.
+Everything runs on this machine with no network: the target model and the routing table
+come from local PyPI packages; the server listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
 
+import random
+import tempfile
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
-from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
-from edge_runtime.embedder import OnnxSentenceEmbedder
-from edge_runtime.instant_lm import InstantTargetLM
-from edge_runtime.metadata import EntryPoint
-from edge_runtime.registry import Registry
+from builder.bundle_build import sample_values
+from builder.keys import load_public_key
+from builder.pipeline import default_key, make_bundle, target_model_dir
+from edge_runtime.bundle import read_bundle
+from edge_runtime.client import EdgeClient, decode
+from edge_runtime.metadata import format_value
+from edge_runtime.runtime import RuntimeOptions
+from edge_runtime.server import create_server
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "bundles" / "examples"
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "bundles" / "examples"
 
-
-def variant_values(entry: EntryPoint) -> dict[str, Any]:
-    """A re-parameterisation from each parameter's first registered example."""
-    return {p.name: (p.examples[0] if p.examples else p.original) for p in entry.params}
+#: Questions a person might ask, worded unlike any entry's template (served by the LM path or missed).
+FREE_QUESTIONS = (
+    "A 4 litres flask holds 1.5 mol of ideal gas at 30 degrees celsius. What is the pressure in kPa?",
+    "What will $2000 grow to in 5 years at 4% per year, compounded quarterly?",
+    "Who painted the Mona Lisa?",
+    "What is the capital city of Australia?",
+)
 
 
 def run_demo(examples: Path = EXAMPLES, out_dir: Path | None = None) -> int:
     console = Console()
-    registry = Registry(OnnxSentenceEmbedder())
-    with console.status("registering example entries"):
-        registry.add_directory(examples)
-    console.print(f"registered {len(registry.functions)} functions and {len(registry.entries)} entries from {examples}")
-    console.print("[dim]target model: rule-based stand-in until the ONNX target model is built[/dim]")
-    lm = InstantTargetLM()
-    summary = Table(title="example entries: dynamic vs compiled")
-    for column in ("entry", "parameters", "answer", "functions", "agree"):
-        summary.add_column(column)
-    failures = 0
-    for entry_id, entry in sorted(registry.entries.items()):
-        compiled = compile_entry(registry, entry_id)
-        if out_dir is not None:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            (out_dir / f"{entry_id}.py").write_text(compiled.source, encoding="utf-8")
-        module = LoadedCompiledEntry(compiled.source, entry_id)
-        for values in (entry.original_values, variant_values(entry)):
-            checked = entry.validate(values)
-            fast = module.run(checked, target_lm=lm)
-            slow = registry.run(entry_id, checked, target_lm=lm)
-            agree = fast == slow
-            failures += not agree
-            answer = fast.result.get(entry.answer_key, fast.result) if entry.answer_key else fast.result
-            question = entry.render(checked)
-            summary.add_row(entry_id, ", ".join(f"{k}={v}" for k, v in checked.items()), str(answer), str(len(compiled.functions)), "yes" if agree else "NO")
-            body = "\n".join(f"{i}. {step.text}" for i, step in enumerate(fast.narration, 1))
-            console.print(Panel(body, title=question, subtitle=f"result: {fast.result}", expand=False))
-    console.print(summary)
-    return 1 if failures else 0
+    out_dir = out_dir or REPO / "build" / "bundles"
+    key = default_key()
+    model = target_model_dir("default")
+    bundle_path = make_bundle(examples, out_dir, name="examples", version="1", key=key, target_model=model)
+    public_key = load_public_key(key.with_suffix(".pub"))
+    bundle = read_bundle(bundle_path, trusted_keys=[public_key])
+    console.print(f"bundle {bundle_path.name}: {len(bundle.entries)} entries, signed by {bundle.key_id}, "
+                  f"threshold {bundle.routing['threshold']:.3f}")
+
+    rng = random.Random(1)
+    questions = [e.template.format(**{k: format_value(v) for k, v in sample_values(e, rng).items()})
+                 for e in bundle.entries.values()]
+    questions += list(FREE_QUESTIONS)
+    with tempfile.TemporaryDirectory(prefix="arc-edge-demo-") as data_dir:
+        options = RuntimeOptions(data_dir=Path(data_dir), trusted_keys=[public_key], use_worker_pool=False)
+        server = create_server(options, address="127.0.0.1:0")
+        try:
+            with EdgeClient(f"127.0.0.1:{server.port}", timeout_s=60) as client:
+                sent = client.push_model(model) if model else []
+                staged = client.push_bundle(bundle_path)
+                status = client.activate(staged.bundle_id)
+                console.print(f"pushed {len(sent)} model blobs and {staged.bundle_id}; active: {status.active}")
+                table = Table(title="answers from the edge server (gRPC, 127.0.0.1)")
+                for column in ("question", "outcome", "answer / reason", "path", "ms"):
+                    table.add_column(column, overflow="fold")
+                shown = 0
+                for question in questions:
+                    reply = decode(client.invoke(question))
+                    hit = reply["outcome"] == "HIT"
+                    answer = reply["answer"] if reply["answer"] is not None else reply["result"]
+                    table.add_row(question, reply["outcome"], str(answer) if hit else reply["miss_reason"],
+                                  reply["serving_path"], f"{reply['timings_ms']['total']:.1f}")
+                    if hit and shown < 2:
+                        steps = "\n".join(f"{i}. {t}" for i, t in enumerate(reply["narration"], 1))
+                        console.print(Panel(steps, title=question, subtitle=f"answer: {answer}", expand=False))
+                        shown += 1
+                console.print(table)
+                stats = client.stats()
+                console.print(f"hits {stats.hits}, misses {stats.misses} {dict(stats.misses_by_reason)}")
+        finally:
+            server.stop()
+    return 0

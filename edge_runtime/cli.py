@@ -1,9 +1,10 @@
-"""``arc-edge``: the device-side command line."""
+"""``arc-edge``: the device-side command line (serve, invoke, push, inspect, run-compiled)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -11,30 +12,172 @@ from pathlib import Path
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 
+def _trusted_keys(paths: list[Path]) -> list[bytes]:
+    keys = []
+    for path in paths:
+        text = path.read_text().strip()
+        if text.startswith("-----BEGIN"):
+            from cryptography.hazmat.primitives import serialization
+
+            key = serialization.load_pem_public_key(text.encode())
+            keys.append(key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
+        else:
+            keys.append(bytes.fromhex(text))
+    return keys
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="arc-edge", description="Run compiled ARC cache entries on this device.")
+    parser = argparse.ArgumentParser(prog="arc-edge", description="Serve ARC cache bundles on this device, offline.")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve bundles over gRPC")
+    serve.add_argument("--bundle", type=Path, action="append", default=[], help="a bundle to stage and activate at start")
+    serve.add_argument("--model", type=Path, default=None, help="target-model artefact dir to import into the blob store")
+    serve.add_argument("--address", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=50551)
+    serve.add_argument("--data-dir", type=Path, default=None)
+    serve.add_argument("--trust", type=Path, action="append", default=[], help="public key file of a trusted signer")
+    serve.add_argument("--insecure-allow-unsigned", action="store_true", help="accept unsigned bundles (development only)")
+    serve.add_argument("--threads", type=int, default=2)
+    serve.add_argument("--workers", type=int, default=2)
+    serve.add_argument("--metrics-port", type=int, default=None)
+    serve.add_argument("--entry-timeout", type=float, default=5.0)
+
+    invoke = sub.add_parser("invoke", help="ask a running server one question")
+    invoke.add_argument("question")
+    invoke.add_argument("--to", default="127.0.0.1:50551")
+    invoke.add_argument("--timeout", type=float, default=10.0)
+    invoke.add_argument("--json", action="store_true")
+
+    push = sub.add_parser("push", help="push a bundle (and the model blobs the device lacks) to a server")
+    push.add_argument("bundle", type=Path)
+    push.add_argument("--to", default="127.0.0.1:50551")
+    push.add_argument("--model", type=Path, default=None, help="target-model artefact dir to push missing blobs from")
+    push.add_argument("--activate", action="store_true")
+
+    inspect = sub.add_parser("inspect", help="verify a bundle file and print its manifest summary")
+    inspect.add_argument("bundle", type=Path)
+    inspect.add_argument("--trust", type=Path, action="append", default=[])
+
     run = sub.add_parser("run-compiled", help="run one compiled entry module on parameter values")
     run.add_argument("module", type=Path, help="a compiled entry module (.py) written by arc-build")
     run.add_argument("--params", required=True, help='JSON object of parameter values, e.g. \'{"moles": 2}\'')
     args = parser.parse_args(argv)
 
-    from edge_runtime.compiler import LoadedCompiledEntry
     from edge_runtime.errors import ArcError
-    from edge_runtime.metadata import entry_from_dict
 
     try:
-        module = LoadedCompiledEntry(args.module.read_text(encoding="utf-8"), args.module.stem)
-        raw = json.loads(args.params)
-        values = entry_from_dict(module.meta).validate(raw)
-        execution = module.run(values)
-    except (ArcError, ValueError, OSError) as exc:
+        return _COMMANDS[args.command](args)
+    except ArcError as exc:
         print(f"arc-edge: {exc}", file=sys.stderr)
         return 2
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from edge_runtime.runtime import EdgeRuntime, RuntimeOptions
+    from edge_runtime.server import default_data_dir, serve
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    options = RuntimeOptions(
+        data_dir=args.data_dir or default_data_dir(), trusted_keys=_trusted_keys(args.trust),
+        allow_unsigned=args.insecure_allow_unsigned, threads=args.threads, workers=args.workers,
+        entry_timeout_s=args.entry_timeout,
+    )
+    if args.model or args.bundle:
+        setup = EdgeRuntime(RuntimeOptions(**{**options.__dict__, "use_worker_pool": False}))
+        if args.model:
+            setup.blobs.import_target_model(args.model)
+        for path in args.bundle:
+            bundle, missing = setup.stage_bundle(path.read_bytes())
+            if missing:
+                print(f"arc-edge: bundle {path} needs {len(missing)} target-model blob(s); pass --model", file=sys.stderr)
+                return 2
+            setup.activate(f"{bundle.name}-{bundle.version}")
+        setup.close()
+    serve(options, address=f"{args.address}:{args.port}", metrics_port=args.metrics_port)
+    return 0
+
+
+def _invoke(args: argparse.Namespace) -> int:
+    import grpc
+
+    from edge_runtime.client import EdgeClient, decode
+
+    with EdgeClient(args.to, timeout_s=args.timeout) as client:
+        try:
+            response = decode(client.invoke(args.question))
+        except grpc.RpcError as exc:
+            print(f"arc-edge: {exc.code().name}: {exc.details()}", file=sys.stderr)
+            return 2
+    if args.json:
+        print(json.dumps(response))
+    elif response["outcome"] == "HIT":
+        for i, text in enumerate(response["narration"], 1):
+            print(f"{i}. {text}")
+        print(f"answer: {response['answer'] if response['answer'] is not None else response['result']}")
+        print(f"[{response['entry_id']} via {response['serving_path']}, {response['timings_ms']['total']:.1f} ms]")
+    else:
+        print(f"MISS ({response['miss_reason']}): {response['miss_detail']}")
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    import grpc
+
+    from edge_runtime.client import EdgeClient
+
+    with EdgeClient(args.to) as client:
+        try:
+            if args.model:
+                sent = client.push_model(args.model)
+                print(f"pushed {len(sent)} model blob(s)")
+            staged = client.push_bundle(args.bundle)
+            print(f"staged {staged.bundle_id} ({staged.entries} entries, digest {staged.digest[:12]})")
+            if staged.missing_blobs:
+                print(f"the device still lacks {len(staged.missing_blobs)} model blob(s): push with --model", file=sys.stderr)
+                return 2
+            if args.activate:
+                status = client.activate(staged.bundle_id)
+                print(f"active: {status.active} (previous: {status.previous or 'none'})")
+        except grpc.RpcError as exc:
+            print(f"arc-edge: {exc.code().name}: {exc.details()}", file=sys.stderr)
+            return 2
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from edge_runtime.bundle import read_bundle
+
+    keys = _trusted_keys(args.trust)
+    bundle = read_bundle(args.bundle, trusted_keys=keys, allow_unsigned=not keys)
+    print(json.dumps({
+        "bundle": f"{bundle.name}-{bundle.version}", "digest": bundle.digest, "signed": bundle.signed,
+        "signature_checked_against_trusted_keys": bool(keys), "key_id": bundle.key_id,
+        "created_at": bundle.manifest.get("created_at"), "entries": sorted(bundle.entries),
+        "routing": {k: v for k, v in bundle.routing.items() if k != "calibration"},
+        "target_model": (bundle.target_model or {}).get("sha256"),
+    }, indent=2, default=str))
+    return 0
+
+
+def _run_compiled(args: argparse.Namespace) -> int:
+    from edge_runtime.compiler import LoadedCompiledEntry
+    from edge_runtime.metadata import entry_from_dict
+
+    module = LoadedCompiledEntry(args.module.read_text(encoding="utf-8"), args.module.stem)
+    try:
+        raw = json.loads(args.params)
+    except ValueError as exc:
+        print(f"arc-edge: --params is not JSON: {exc}", file=sys.stderr)
+        return 2
+    execution = module.run(entry_from_dict(module.meta).validate(raw))
     for i, step in enumerate(execution.narration, 1):
         print(f"{i}. {step.text}")
     print(json.dumps(execution.result))
     return 0
+
+
+_COMMANDS = {"serve": _serve, "invoke": _invoke, "push": _push, "inspect": _inspect, "run-compiled": _run_compiled}
 
 
 if __name__ == "__main__":

@@ -103,3 +103,19 @@ class BlobStoreError(ArcError):
 
 class SigningKeyError(ArcError):
     """A signing key cannot be created or loaded (exists already, unreadable, not Ed25519)."""
+
+
+class DeadlineExceededError(ExecutionError):
+    """An entry ran past its per-call deadline (or found no free worker in time); its worker was killed and replaced."""
+
+
+class ResourceExhaustedError(ExecutionError):
+    """An entry exceeded its worker's memory limit (or its result its size limit); the call ended, the pool serves on."""
+
+
+class WorkerCrashedError(ExecutionError):
+    """The worker process running an entry died or broke the reply protocol; it was replaced."""
+
+
+class WorkerPoolClosedError(ExecutionError):
+    """The worker pool was closed before or while the call ran."""

@@ -1,0 +1,102 @@
+"""``arc-build bundle``: entry sources → compiled modules + routing index + calibration → signed bundle."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from builder.bundle import pack_bundle
+from builder.negatives import GENERAL_NEGATIVES
+from edge_runtime.bundle_routing import routing_files
+from edge_runtime.compiler import compile_entry
+from edge_runtime.embedder import OnnxSentenceEmbedder
+from edge_runtime.metadata import EntryPoint, Param, format_value
+from edge_runtime.registry import Registry
+from edge_runtime.router import Router, calibrate
+from edge_runtime.static_embedder import StaticEmbedder
+
+#: The routing threshold never goes below this, whatever calibration on few negatives says.
+MIN_THRESHOLD = 0.45
+
+
+@dataclass
+class BundleBuild:
+    path: Path
+    entries: int
+    threshold: float
+    calibration: dict
+
+
+def sample_values(entry: EntryPoint, rng: random.Random) -> dict:
+    """Valid parameter values for a re-parameterised variant (examples, originals, domain samples)."""
+    values = {}
+    for param in entry.params:
+        pool = [param.original, *param.examples]
+        values[param.name] = rng.choice(pool) if param.type is str or param.choices else _numeric(param, rng, pool)
+    return entry.validate(values)
+
+
+def _numeric(param: Param, rng: random.Random, pool: list) -> object:
+    if rng.random() < 0.5:
+        return rng.choice(pool)
+    low = param.minimum if param.minimum is not None else 1
+    high = param.maximum if param.maximum is not None else max(100, abs(low) * 10)
+    high = min(high, max(abs(low) * 10, 100, *[abs(float(v)) * 3 for v in pool]))
+    if param.type is int:
+        return rng.randint(int(low) + (1 if param.exclusive_minimum else 0), int(high))
+    value = round(rng.uniform(float(low), float(high)), 1)
+    return value if value > low else float(pool[0])
+
+
+def routing_texts(entry: EntryPoint, rng: random.Random, variants: int = 3) -> list[str]:
+    """What represents an entry in the index: its description, its question, and re-parameterised variants."""
+    texts = [entry.description, entry.question or entry.render(entry.original_values)]
+    for _ in range(variants):
+        texts.append(entry.template.format(**{k: format_value(v) for k, v in sample_values(entry, rng).items()}))
+    return texts
+
+
+def build_bundle(
+    sources: Path,
+    out_dir: Path,
+    *,
+    name: str,
+    version: str,
+    private_key: Path | None,
+    target_model_dir: Path | None,
+    embedder_dir: Path,
+    extra_negatives: list[str] | None = None,
+    max_false_hit_rate: float = 0.01,
+    progress: Callable[[str], None] = print,
+    seed: int = 0,
+) -> BundleBuild:
+    rng = random.Random(seed)
+    progress(f"registering entry sources from {sources}")
+    registry = Registry(OnnxSentenceEmbedder())
+    registry.add_directory(sources)
+    compiled = []
+    for entry_id in sorted(registry.entries):
+        progress(f"compiling {entry_id}")
+        compiled.append(compile_entry(registry, entry_id))
+    embedder = StaticEmbedder.load(embedder_dir, mmap=False)
+    entries = [registry.entries[c.entry.id] for c in compiled]
+    router = Router([(e.id, routing_texts(e, rng)) for e in entries], embedder)
+    positives = [(e.render(sample_values(e, rng)), e.id) for e in entries for _ in range(10)]
+    negatives = list(GENERAL_NEGATIVES) + list(extra_negatives or [])
+    calibration = calibrate(router, positives, negatives, max_false_hit_rate).to_dict()
+    threshold = max(MIN_THRESHOLD, calibration["threshold"])
+    progress(f"routing threshold {threshold:.3f} (calibrated {calibration['threshold']:.3f} on {len(negatives)} negatives)")
+    routing = {
+        "embedder": "static (distilled from all-MiniLM-L6-v2)",
+        "threshold": threshold,
+        "min_threshold": MIN_THRESHOLD,
+        "calibration": calibration,
+    }
+    path = pack_bundle(
+        out_dir, name=name, version=version, compiled=compiled, private_key_path=private_key,
+        extra_files=routing_files(embedder, router), routing=routing, target_model_dir=target_model_dir,
+    )
+    progress(f"wrote {path}")
+    return BundleBuild(path, len(compiled), threshold, calibration)

@@ -1,0 +1,55 @@
+"""IS1 for a bundle: rebuild its static embedder and HNSW router from the bundle's own files."""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from edge_runtime.bundle import Bundle
+from edge_runtime.errors import BundleError
+from edge_runtime.router import Router
+from edge_runtime.static_embedder import StaticEmbedder
+
+EMBEDDER_TOKENIZER = "routing/embedder/tokenizer.json"
+EMBEDDER_TABLE = "routing/embedder/table.npy"
+EMBEDDER_META = "routing/embedder/meta.json"
+ROUTER_FILE = "routing/router.msgpack"
+
+
+def routing_files(embedder: StaticEmbedder, router: Router) -> dict[str, bytes]:
+    """The payload files a bundle carries for routing (the table as float16: half the bytes, same ranking)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        saved = embedder.save(Path(tmp))
+        tokenizer = (saved / "tokenizer.json").read_bytes()
+        meta = (saved / "meta.json").read_bytes()
+    table = io.BytesIO()
+    np.save(table, np.asarray(embedder.table, dtype=np.float16), allow_pickle=False)
+    return {
+        EMBEDDER_TOKENIZER: tokenizer,
+        EMBEDDER_TABLE: table.getvalue(),
+        EMBEDDER_META: meta,
+        ROUTER_FILE: router.to_bytes(),
+    }
+
+
+def router_from_bundle(bundle: Bundle) -> tuple[Router | None, float]:
+    """(router, threshold) from the bundle; (None, 1.0) for a bundle that routes by template only."""
+    files = bundle.files
+    if ROUTER_FILE not in files:
+        return None, 1.0
+    try:
+        tokenizer = Tokenizer.from_str(files[EMBEDDER_TOKENIZER].decode("utf-8"))
+        table = np.load(io.BytesIO(files[EMBEDDER_TABLE]), allow_pickle=False).astype(np.float32)
+        meta: dict[str, Any] = json.loads(files.get(EMBEDDER_META, b"{}"))
+        embedder = StaticEmbedder(tokenizer, table, meta=meta)
+        router = Router.from_bytes(files[ROUTER_FILE], embedder)
+    except (KeyError, ValueError, UnicodeDecodeError) as exc:
+        raise BundleError(f"bundle {bundle.name}-{bundle.version}: routing files unusable: {exc}") from exc
+    threshold = float(bundle.routing.get("threshold", 0.6))
+    return router, threshold

@@ -1,0 +1,119 @@
+"""A small Python client for the edge server; every call carries a deadline."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import grpc
+
+from edge_runtime.proto import edge_pb2 as pb
+from edge_runtime.proto import edge_pb2_grpc as pb_grpc
+
+CHUNK = 1 << 20
+
+
+class EdgeClient:
+    """Wraps the generated stub: JSON fields decoded, deadlines on every call, chunked pushes."""
+
+    def __init__(self, address: str, *, timeout_s: float = 10.0) -> None:
+        self.channel = grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 8 << 20)])
+        self.stub = pb_grpc.EdgeCacheStub(self.channel)
+        self.timeout_s = timeout_s
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> "EdgeClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def invoke(self, query: str, *, entry_id: str = "", timeout_s: float | None = None) -> pb.InvokeResponse:
+        return self.stub.Invoke(pb.InvokeRequest(query=query, entry_id=entry_id), timeout=timeout_s or self.timeout_s)
+
+    def invoke_stream(self, query: str, *, timeout_s: float | None = None) -> Iterator[pb.InvokeEvent]:
+        return self.stub.InvokeStream(pb.InvokeRequest(query=query), timeout=timeout_s or self.timeout_s)
+
+    def list_entries(self) -> pb.ListEntriesResponse:
+        return self.stub.ListEntries(pb.ListEntriesRequest(), timeout=self.timeout_s)
+
+    def describe(self, entry_id: str) -> pb.EntryDescription:
+        return self.stub.DescribeEntry(pb.DescribeEntryRequest(entry_id=entry_id), timeout=self.timeout_s)
+
+    def push_model(self, artefact_dir: Path, *, timeout_s: float = 600.0) -> list[str]:
+        """Push the target-model files the device lacks (by content hash); returns what was sent."""
+        files = {}
+        for path in sorted(p for p in Path(artefact_dir).rglob("*") if p.is_file()):
+            files[_sha256(path)] = path
+        missing = self.stub.MissingBlobs(pb.MissingBlobsRequest(sha256=list(files)), timeout=self.timeout_s).sha256
+        for sha in missing:
+            self.stub.PushBlob(_blob_chunks(sha, files[sha]), timeout=timeout_s)
+        return list(missing)
+
+    def push_bundle(self, path: Path, *, timeout_s: float = 120.0) -> pb.PushBundleResponse:
+        return self.stub.PushBundle(_bundle_chunks(Path(path)), timeout=timeout_s)
+
+    def activate(self, bundle_id: str) -> pb.BundleStatus:
+        return self.stub.ActivateBundle(pb.ActivateBundleRequest(bundle_id=bundle_id), timeout=max(self.timeout_s, 60.0))
+
+    def rollback(self) -> pb.BundleStatus:
+        return self.stub.RollbackBundle(pb.RollbackBundleRequest(), timeout=max(self.timeout_s, 60.0))
+
+    def list_bundles(self) -> pb.ListBundlesResponse:
+        return self.stub.ListBundles(pb.ListBundlesRequest(), timeout=self.timeout_s)
+
+    def stats(self) -> pb.Stats:
+        return self.stub.GetStats(pb.GetStatsRequest(), timeout=self.timeout_s)
+
+
+def decode(response: pb.InvokeResponse) -> dict[str, Any]:
+    """An InvokeResponse as plain data (JSON fields parsed)."""
+    return {
+        "outcome": pb.Outcome.Name(response.outcome),
+        "miss_reason": pb.MissReason.Name(response.miss_reason) if response.outcome == pb.MISS else "",
+        "miss_detail": response.miss_detail,
+        "entry_id": response.entry_id,
+        "similarity": response.similarity,
+        "parameters": json.loads(response.parameters_json) if response.parameters_json else {},
+        "result": json.loads(response.result_json) if response.result_json else {},
+        "answer": json.loads(response.answer_json) if response.answer_json else None,
+        "narration": [step.text for step in response.narration],
+        "serving_path": response.serving_path,
+        "timings_ms": {
+            "is1": response.timings.is1_ms, "is2": response.timings.is2_ms, "is3": response.timings.is3_ms,
+            "is4": response.timings.is4_ms, "total": response.timings.total_ms,
+        },
+        "bundle": f"{response.bundle_name}-{response.bundle_version}",
+    }
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _blob_chunks(sha: str, path: Path) -> Iterator[pb.BlobChunk]:
+    size = path.stat().st_size
+    first = True
+    with open(path, "rb") as handle:
+        while True:
+            data = handle.read(CHUNK)
+            if not data and not first:
+                break
+            yield pb.BlobChunk(sha256=sha if first else "", size=size if first else 0, data=data)
+            first = False
+            if not data:
+                break
+
+
+def _bundle_chunks(path: Path) -> Iterator[pb.BundleChunk]:
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK), b""):
+            yield pb.BundleChunk(data=block)

@@ -1,0 +1,275 @@
+"""The device's state: verified bundles on disk, the active one, the shared model and workers.
+
+One ``EdgeRuntime`` per server. Bundles are verified when pushed and again when loaded
+at start-up; activation builds a complete new ``Answerer`` first and then swaps a single
+reference, so a call in flight keeps the answerer it started with and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from edge_runtime.answerer import Answer, Answerer
+from edge_runtime.blob_store import BlobStore
+from edge_runtime.bundle import Bundle, read_bundle
+from edge_runtime.compiler import LoadedCompiledEntry
+from edge_runtime.errors import ArcError, BlobStoreError, BundleError
+from edge_runtime.extractor import Extractor
+from edge_runtime.lm_engine import LMEngine
+from edge_runtime.metrics import Metrics
+from edge_runtime.miss_log import MissLog
+from edge_runtime.registry import Execution
+
+
+class RuntimeStateError(ArcError):
+    """An operation that the device's state does not allow now (no bundle, unknown bundle, blobs missing)."""
+
+
+@dataclass
+class RuntimeOptions:
+    data_dir: Path
+    trusted_keys: list[bytes] = field(default_factory=list)
+    allow_unsigned: bool = False
+    threads: int = 2
+    workers: int = 2
+    use_worker_pool: bool = True
+    memory_limit_mb: int = 512
+    entry_timeout_s: float = 5.0
+    max_query_bytes: int = 4096
+    max_bundle_bytes: int = 256 << 20
+    on_disagreement: str = "miss"
+    top_k: int = 3
+
+
+class EdgeRuntime:
+    """Bundles, activation and answering; thread-safe."""
+
+    def __init__(self, options: RuntimeOptions) -> None:
+        self.options = options
+        self.data_dir = Path(options.data_dir)
+        self.bundles_dir = self.data_dir / "bundles"
+        self.bundles_dir.mkdir(parents=True, exist_ok=True)
+        self.blobs = BlobStore(self.data_dir / "blobs")
+        self.miss_log = MissLog(self.data_dir / "misses")
+        self.metrics = Metrics()
+        self.started = time.time()
+        self._lock = threading.RLock()
+        self._active: Answerer | None = None
+        self._previous_id = ""
+        self._engines: dict[str, LMEngine] = {}
+        self._pool: Any = None
+        self.stats: dict[str, Any] = {"invocations": 0, "hits": 0, "misses": 0, "invalid_requests": 0,
+                                      "misses_by_reason": {}, "hits_by_path": {}}
+        self._stats_lock = threading.Lock()
+        if options.use_worker_pool:
+            from edge_runtime.worker_pool import WorkerPool
+
+            self._pool = WorkerPool(options.workers, memory_limit_mb=options.memory_limit_mb,
+                                    default_timeout_s=options.entry_timeout_s)
+        self._restore()
+
+    # ---- state on disk ---------------------------------------------------------
+    @property
+    def _state_path(self) -> Path:
+        return self.data_dir / "state.json"
+
+    def _save_state(self) -> None:
+        active = self._active.bundle_id if self._active else ""
+        tmp = self._state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"active": active, "previous": self._previous_id}))
+        os.replace(tmp, self._state_path)
+
+    def _restore(self) -> None:
+        """Re-activate what was active before a restart (re-verified from disk)."""
+        if not self._state_path.exists():
+            return
+        state = json.loads(self._state_path.read_text())
+        self._previous_id = state.get("previous", "")
+        if state.get("active"):
+            try:
+                self._activate(state["active"], remember_previous=False)
+            except ArcError:
+                self._active = None
+
+    # ---- bundles ---------------------------------------------------------------
+    def read(self, data: bytes | Path) -> Bundle:
+        return read_bundle(
+            data, trusted_keys=self.options.trusted_keys, allow_unsigned=self.options.allow_unsigned,
+            max_bytes=self.options.max_bundle_bytes,
+        )
+
+    def stage_bundle(self, data: bytes) -> tuple[Bundle, list[str]]:
+        """Verify a pushed bundle and keep it on disk; returns it and the target-model blobs still missing."""
+        bundle = self.read(data)
+        path = self.bundles_dir / f"{bundle.name}-{bundle.version}.arcb"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        missing = self.blobs.missing(bundle.target_model["files"]) if bundle.target_model else []
+        return bundle, missing
+
+    def list_bundles(self) -> list[dict[str, Any]]:
+        out = []
+        active = self.active_id
+        for path in sorted(self.bundles_dir.glob("*.arcb")):
+            try:
+                bundle = self.read(path)
+            except BundleError:
+                continue
+            out.append({
+                "bundle_id": path.stem, "name": bundle.name, "version": bundle.version, "digest": bundle.digest,
+                "created_at": str(bundle.manifest.get("created_at", "")), "entries": len(bundle.entries),
+                "active": path.stem == active, "signed": bundle.signed, "key_id": bundle.key_id or "",
+                "target_model": (bundle.target_model or {}).get("sha256", ""),
+            })
+        return out
+
+    @property
+    def active_id(self) -> str:
+        current = self._active
+        return current.bundle_id if current else ""
+
+    @property
+    def previous_id(self) -> str:
+        return self._previous_id
+
+    def current(self) -> Answerer | None:
+        return self._active
+
+    def activate(self, bundle_id: str) -> tuple[str, str]:
+        with self._lock:
+            self._activate(bundle_id, remember_previous=True)
+            return self.active_id, self._previous_id
+
+    def rollback(self) -> tuple[str, str]:
+        with self._lock:
+            if not self._previous_id:
+                raise RuntimeStateError("there is no previous bundle to roll back to")
+            self._activate(self._previous_id, remember_previous=True)
+            return self.active_id, self._previous_id
+
+    def _activate(self, bundle_id: str, *, remember_previous: bool) -> None:
+        path = self.bundles_dir / f"{bundle_id}.arcb"
+        if "/" in bundle_id or not path.exists():
+            raise RuntimeStateError(f"no staged bundle {bundle_id!r}")
+        bundle = self.read(path)
+        answerer = self._build_answerer(bundle)
+        old = self._active
+        self._active = answerer  # the swap: one reference assignment
+        if remember_previous and old is not None and old.bundle_id != answerer.bundle_id:
+            self._previous_id = old.bundle_id
+        self._save_state()
+
+    def _build_answerer(self, bundle: Bundle) -> Answerer:
+        engine = self._engine_for(bundle)
+        extractor = Extractor(engine, on_disagreement=self.options.on_disagreement)
+        router, threshold = self._router_for(bundle)
+        return Answerer(
+            name=bundle.name, version=bundle.version, digest=bundle.digest, entries=bundle.entries,
+            modules=bundle.modules, router=router, threshold=threshold, extractor=extractor,
+            executor=self._executor(engine), top_k=self.options.top_k,
+        )
+
+    def _engine_for(self, bundle: Bundle) -> LMEngine | None:
+        target = bundle.target_model
+        if not target:
+            return None
+        digest = target["sha256"]
+        if digest in self._engines:
+            return self._engines[digest]
+        missing = self.blobs.missing(target["files"])
+        if missing:
+            raise RuntimeStateError(f"target model {digest[:12]} lacks {len(missing)} blob(s); push them first")
+        try:
+            self.blobs.target_model_index(digest)
+        except BlobStoreError:
+            self.blobs.register_target_model(target["files"], target.get("manifest", {}))
+        engine = LMEngine(self.blobs.materialise_target_model(digest), threads=self.options.threads)
+        # Keep at most the engines of the active and the previous bundle.
+        if len(self._engines) >= 2:
+            self._engines.pop(next(iter(self._engines)))
+        self._engines[digest] = engine
+        return engine
+
+    def _router_for(self, bundle: Bundle) -> tuple[Any, float]:
+        from edge_runtime.bundle_routing import router_from_bundle
+
+        return router_from_bundle(bundle)
+
+    def _executor(self, engine: LMEngine | None) -> Callable[..., Execution]:
+        from edge_runtime.onnx_target_lm import OnnxTargetLM
+
+        target_lm = OnnxTargetLM(engine) if engine is not None else None
+        if self._pool is not None:
+            pool = self._pool
+
+            def run_in_pool(digest: str, entry_id: str, source: str, values: dict, timeout: float | None) -> Execution:
+                return pool.run(digest, entry_id, source, values, timeout_s=timeout, target_lm=target_lm)
+
+            return run_in_pool
+        loaded: dict[tuple[str, str], LoadedCompiledEntry] = {}
+
+        def run_here(digest: str, entry_id: str, source: str, values: dict, timeout: float | None) -> Execution:
+            key = (digest, entry_id)
+            if key not in loaded:
+                loaded[key] = LoadedCompiledEntry(source, entry_id)
+            return loaded[key].run(values, target_lm=target_lm)
+
+        return run_here
+
+    # ---- answering ---------------------------------------------------------------
+    def answer(self, query: str, *, entry_id: str = "", timeout_s: float | None = None) -> tuple[Answerer, Answer]:
+        answerer = self._active
+        if answerer is None:
+            raise RuntimeStateError("no bundle is active on this device")
+        limit = self.options.entry_timeout_s if timeout_s is None else min(timeout_s, self.options.entry_timeout_s)
+        answer = answerer.answer(query, entry_id=entry_id, timeout_s=limit)
+        self._record(answerer, query, answer)
+        return answerer, answer
+
+    def _record(self, answerer: Answerer, query: str, answer: Answer) -> None:
+        with self._stats_lock:
+            self.stats["invocations"] += 1
+            if answer.hit:
+                self.stats["hits"] += 1
+                by_path = self.stats["hits_by_path"]
+                by_path[answer.path] = by_path.get(answer.path, 0) + 1
+            else:
+                self.stats["misses"] += 1
+                by_reason = self.stats["misses_by_reason"]
+                by_reason[answer.miss_reason] = by_reason.get(answer.miss_reason, 0) + 1
+        if answer.hit:
+            self.metrics.inc("hits_total", path=answer.path)
+        else:
+            self.metrics.inc("misses_total", reason=answer.miss_reason)
+            self.miss_log.append({
+                "query": query, "reason": answer.miss_reason, "detail": answer.miss_detail,
+                "entry_id": answer.entry_id, "similarity": answer.similarity, "bundle": answerer.bundle_id,
+            })
+        for stage, value in answer.timings.items():
+            self.metrics.observe_ms(stage.removesuffix("_ms"), value)
+
+    def count_invalid(self) -> None:
+        with self._stats_lock:
+            self.stats["invalid_requests"] += 1
+        self.metrics.inc("invalid_requests_total")
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._stats_lock:
+            stats = json.loads(json.dumps(self.stats))
+        stats["uptime_s"] = time.time() - self.started
+        stats["active_bundle"] = self.active_id
+        stats["rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        stats["workers"] = dict(self._pool.stats) if self._pool is not None else {}
+        return stats
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()

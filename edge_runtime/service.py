@@ -1,0 +1,223 @@
+"""The gRPC servicer: request checks, status codes, and mapping answers onto the contract."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from typing import Any, Iterator
+
+import grpc
+from google.protobuf.message import DecodeError
+
+from edge_runtime.answerer import Answer, Answerer
+from edge_runtime.errors import ArcError, BlobStoreError, BundleError
+from edge_runtime.proto import edge_pb2 as pb
+from edge_runtime.runtime import EdgeRuntime, RuntimeStateError
+
+_REASONS = {
+    "no_entry": pb.NO_ENTRY,
+    "below_threshold": pb.BELOW_THRESHOLD,
+    "extraction_failed": pb.EXTRACTION_FAILED,
+    "validation_failed": pb.VALIDATION_FAILED,
+    "execution_failed": pb.EXECUTION_FAILED,
+    "deadline_exceeded": pb.DEADLINE_EXCEEDED,
+    "resource_exhausted": pb.RESOURCE_EXHAUSTED,
+}
+MAX_BLOB_BYTES = 4 << 30
+
+
+class BadRequest:
+    """Stands in for a request whose bytes did not parse (e.g. a query that is not UTF-8)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def parse_invoke_request(data: bytes) -> Any:
+    """Deserializer that turns a parse failure into a clear INVALID_ARGUMENT instead of INTERNAL."""
+    try:
+        return pb.InvokeRequest.FromString(data)
+    except (DecodeError, UnicodeDecodeError) as exc:
+        return BadRequest(f"the request does not parse (is the query valid UTF-8?): {exc}")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def to_response(answerer: Answerer, answer: Answer) -> pb.InvokeResponse:
+    return pb.InvokeResponse(
+        outcome=pb.HIT if answer.hit else pb.MISS,
+        miss_reason=_REASONS.get(answer.miss_reason, pb.MISS_REASON_UNSPECIFIED) if not answer.hit else pb.MISS_REASON_UNSPECIFIED,
+        miss_detail=answer.miss_detail,
+        entry_id=answer.entry_id,
+        similarity=answer.similarity,
+        parameters_json=_json(answer.parameters) if answer.parameters else "",
+        result_json=_json(answer.result) if answer.hit else "",
+        answer_json=_json(answer.answer) if answer.hit and answer.answer is not None else "",
+        narration=[pb.NarrationStep(function=s.function, text=s.text) for s in answer.narration],
+        timings=pb.Timings(**{k: v for k, v in answer.timings.items() if k in ("is1_ms", "is2_ms", "is3_ms", "is4_ms", "total_ms")}),
+        serving_path=answer.path,
+        bundle_name=answerer.name,
+        bundle_version=answerer.version,
+    )
+
+
+class EdgeCacheServicer:
+    """Implements arc.edge.v1.EdgeCache on an EdgeRuntime."""
+
+    def __init__(self, runtime: EdgeRuntime) -> None:
+        self.runtime = runtime
+
+    # ---- answering -----------------------------------------------------------------
+    def _checked_query(self, request: Any, context: grpc.ServicerContext) -> str:
+        if isinstance(request, BadRequest):
+            self.runtime.count_invalid()
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.reason)
+        query = request.query
+        if not query.strip():
+            self.runtime.count_invalid()
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the query is empty")
+        size = len(query.encode("utf-8"))
+        if size > self.runtime.options.max_query_bytes:
+            self.runtime.count_invalid()
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"the query is {size} bytes; this device accepts at most {self.runtime.options.max_query_bytes}",
+            )
+        return query
+
+    def _answer(self, request: Any, context: grpc.ServicerContext) -> tuple[Answerer, Answer]:
+        query = self._checked_query(request, context)
+        remaining = context.time_remaining()
+        if remaining is not None and remaining <= 0:
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline passed before the call started")
+        try:
+            return self.runtime.answer(query, entry_id=request.entry_id, timeout_s=remaining)
+        except RuntimeStateError as exc:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def Invoke(self, request: Any, context: grpc.ServicerContext) -> pb.InvokeResponse:  # noqa: N802
+        answerer, answer = self._answer(request, context)
+        return to_response(answerer, answer)
+
+    def InvokeStream(self, request: Any, context: grpc.ServicerContext) -> Iterator[pb.InvokeEvent]:  # noqa: N802
+        answerer, answer = self._answer(request, context)
+        for step in answer.narration:
+            yield pb.InvokeEvent(step=pb.NarrationStep(function=step.function, text=step.text))
+        yield pb.InvokeEvent(response=to_response(answerer, answer))
+
+    # ---- entries -------------------------------------------------------------------
+    def _current(self, context: grpc.ServicerContext) -> Answerer:
+        answerer = self.runtime.current()
+        if answerer is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no bundle is active on this device")
+        return answerer  # type: ignore[return-value]
+
+    def ListEntries(self, request: Any, context: grpc.ServicerContext) -> pb.ListEntriesResponse:  # noqa: N802
+        answerer = self._current(context)
+        return pb.ListEntriesResponse(
+            entries=[pb.EntrySummary(id=e.id, description=e.description, template=e.template) for e in answerer.entries.values()],
+            bundle_name=answerer.name,
+            bundle_version=answerer.version,
+        )
+
+    def DescribeEntry(self, request: Any, context: grpc.ServicerContext) -> pb.EntryDescription:  # noqa: N802
+        answerer = self._current(context)
+        entry = answerer.entries.get(request.entry_id)
+        if entry is None:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no entry {request.entry_id!r} in bundle {answerer.bundle_id}")
+        assert entry is not None
+        return pb.EntryDescription(
+            id=entry.id, description=entry.description, template=entry.template, question=entry.question,
+            answer_key=entry.answer_key or "",
+            parameters=[
+                pb.ParameterDescription(
+                    name=p.name, description=p.description, type=p.type_name, domain=p.domain_text(),
+                    original_json=_json(p.original), choices=[str(c) for c in p.choices or ()],
+                )
+                for p in entry.params
+            ],
+            module_source=answerer.modules.get(entry.id, ""),
+        )
+
+    # ---- bundles and blobs -------------------------------------------------------------
+    def MissingBlobs(self, request: Any, context: grpc.ServicerContext) -> pb.MissingBlobsResponse:  # noqa: N802
+        try:
+            return pb.MissingBlobsResponse(sha256=self.runtime.blobs.missing(list(request.sha256)))
+        except BlobStoreError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def PushBlob(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> pb.PushBlobResponse:  # noqa: N802
+        expected, size = "", 0
+        digest = hashlib.sha256()
+        with tempfile.NamedTemporaryFile(dir=self.runtime.blobs.root, prefix="push-", delete=True) as tmp:
+            for chunk in request_iterator:
+                if not expected:
+                    expected, declared = chunk.sha256, chunk.size
+                    if not expected or declared > MAX_BLOB_BYTES:
+                        context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first chunk must name the blob's sha256 and size")
+                size += len(chunk.data)
+                if size > MAX_BLOB_BYTES:
+                    context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "blob too large")
+                digest.update(chunk.data)
+                tmp.write(chunk.data)
+            if not expected:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no chunks received")
+            if digest.hexdigest() != expected:
+                context.abort(grpc.StatusCode.DATA_LOSS, f"blob hashes to {digest.hexdigest()}, expected {expected}")
+            tmp.flush()
+            try:
+                self.runtime.blobs.put_file(tmp.name, expected_sha256=expected)
+            except BlobStoreError as exc:
+                context.abort(grpc.StatusCode.DATA_LOSS, str(exc))
+        return pb.PushBlobResponse(sha256=expected, size=size)
+
+    def PushBundle(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> pb.PushBundleResponse:  # noqa: N802
+        data = bytearray()
+        limit = self.runtime.options.max_bundle_bytes
+        for chunk in request_iterator:
+            data += chunk.data
+            if len(data) > limit:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"bundle larger than {limit} bytes")
+        try:
+            bundle, missing = self.runtime.stage_bundle(bytes(data))
+        except BundleError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bundle refused: {type(exc).__name__}: {exc}")
+        return pb.PushBundleResponse(
+            bundle_id=f"{bundle.name}-{bundle.version}", digest=bundle.digest, missing_blobs=missing, entries=len(bundle.entries)
+        )
+
+    def ActivateBundle(self, request: Any, context: grpc.ServicerContext) -> pb.BundleStatus:  # noqa: N802
+        try:
+            active, previous = self.runtime.activate(request.bundle_id)
+        except RuntimeStateError as exc:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        except ArcError as exc:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"cannot activate {request.bundle_id!r}: {exc}")
+        return pb.BundleStatus(active=active, previous=previous)
+
+    def RollbackBundle(self, request: Any, context: grpc.ServicerContext) -> pb.BundleStatus:  # noqa: N802
+        try:
+            active, previous = self.runtime.rollback()
+        except ArcError as exc:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        return pb.BundleStatus(active=active, previous=previous)
+
+    def ListBundles(self, request: Any, context: grpc.ServicerContext) -> pb.ListBundlesResponse:  # noqa: N802
+        return pb.ListBundlesResponse(
+            bundles=[pb.BundleInfo(**info) for info in self.runtime.list_bundles()], active=self.runtime.active_id
+        )
+
+    def GetStats(self, request: Any, context: grpc.ServicerContext) -> pb.Stats:  # noqa: N802
+        s = self.runtime.snapshot()
+        return pb.Stats(
+            invocations=s["invocations"], hits=s["hits"], misses=s["misses"],
+            misses_by_reason=s["misses_by_reason"], hits_by_path=s["hits_by_path"], uptime_s=s["uptime_s"],
+            active_bundle=s["active_bundle"], rss_bytes=s["rss_bytes"],
+            workers={k: int(v) for k, v in s["workers"].items() if isinstance(v, (int, float))},
+            invalid_requests=s["invalid_requests"],
+        )

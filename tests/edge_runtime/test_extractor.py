@@ -1,0 +1,556 @@
+"""IS2 extraction on the tiny random Llama (fp32): copy constraint, draft-and-verify exactness, pass counts,
+the disagreement policy, validation, the template fast path; plus one slow test on the real SmolLM2 artefact.
+
+The tiny model's answers are arbitrary but deterministic, so the tests check properties that hold for any
+weights (structure, copy constraint, draft == no-draft) rather than the answers themselves. Most model-path
+tests read the spans from ``Extractor._with_model`` (before validation), because a random model's spans
+rarely validate as numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from edge_runtime.draft import draft_values
+from edge_runtime.errors import ExtractionError, TargetModelError
+from edge_runtime.extractor import Extraction, Extractor, example_spans, prompt_parts, validate_spans
+from edge_runtime.json_constraint import JsonSlotsConstraint
+from edge_runtime.lm_engine import LMEngine
+from edge_runtime.metadata import EntryPoint, Param
+from edge_runtime.param_values import read_param
+from tiny_llama import chatml, session_base, tiny_artefact
+
+REPO = Path(__file__).resolve().parents[2]
+
+SHIP = EntryPoint(
+    id="ship-boxes",
+    description="Shipping a number of boxes by a transport mode",
+    template="Ship {count} boxes by {mode}.",
+    question="Ship 7 boxes by air.",
+    params=(
+        Param("count", "number of boxes", type=int, original=7, examples=(12,), minimum=1, maximum=100),
+        Param("mode", "transport mode", type=str, original="air", examples=("sea",), choices=("air", "sea", "road")),
+    ),
+    root="ship boxes",
+)
+
+NAME = EntryPoint(
+    id="name-a-river",
+    description="A river's name",
+    template="Name {river}.",
+    params=(Param("river", "the river", type=str, original="the Thames"),),
+    root="river",
+)
+
+GAS_QUESTIONS = [
+    # the entry's own question, and re-parameterised ones the aligner reads right
+    "What is the pressure, in kPa, of 2 mol of an ideal gas at 25 degrees celsius held in a 10 litres container?",
+    "What is the pressure, in kPa, of 0.5 mol of an ideal gas at 100 degrees fahrenheit held in a 2.5 millilitres container?",
+    "How much pressure do twelve mol of gas exert at 300 degrees kelvin in a 1,200 litres tank?",
+    "What's the pressure of 3 1/2 mol at 20 celsius in 4 litres?",
+    # the aligner reads these wrong (values out of template order, a dropped minus sign)
+    "A 10 litres container holds 2 mol of an ideal gas at 25 degrees celsius. What is the pressure in kPa?",
+    "At -40 degrees fahrenheit, 3 mol sit in 500 cubic metres: the pressure?",
+    # no draft at all (too few numbers; two units named)
+    "Gas in a box at room temperature, in litres and celsius",
+    "2 mol at 25 degrees celsius in 10 litres or millilitres?",
+]
+
+SHIP_QUESTIONS = [
+    "Ship 7 boxes by air.",
+    "Please ship 12 boxes by sea.",
+    "By road: 5 boxes.",
+    "Send twelve boxes, by air",
+    "Could you ship 8 boxes by road?",
+    # the tiny model happens to agree with the aligner's draft on these
+    "9 boxes by air",
+    "7, air",
+    "9 air",
+    "7 by air",
+    "7 boxes air",
+    # no draft
+    "ship boxes by rail",
+    "3 boxes by air or sea",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_fp32(tmp_path_factory) -> Path:
+    return tiny_artefact(session_base(tmp_path_factory), "fp32")
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_fp32) -> LMEngine:
+    return LMEngine(tiny_fp32)
+
+
+@pytest.fixture(scope="module")
+def gas(example_registry) -> EntryPoint:
+    return example_registry.entries["ideal-gas-pressure"]
+
+
+@pytest.fixture(scope="module")
+def entries(gas) -> dict[str, tuple[EntryPoint, list[str]]]:
+    return {"gas": (gas, GAS_QUESTIONS), "ship": (SHIP, SHIP_QUESTIONS)}
+
+
+CASES = [("gas", i) for i in range(len(GAS_QUESTIONS))] + [("ship", i) for i in range(len(SHIP_QUESTIONS))]
+
+
+def model_read(engine: LMEngine | None, entry: EntryPoint, question: str, **options) -> Extraction:
+    """The model path's spans before validation."""
+    return Extractor(engine, use_fast_path=False, **options)._with_model(entry, question)
+
+
+def outcome(extractor: Extractor, entry: EntryPoint, question: str):
+    try:
+        result = extractor.extract(entry, question)
+    except ExtractionError as exc:
+        return ("miss", exc.reason, exc.detail)
+    return ("hit", result.values, result.spans)
+
+
+class NoCallsEngine:
+    """Stands in for an engine and fails the test if anything but ``root`` is touched."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the template fast path used engine.{name}")
+
+
+class CountingEngine:
+    """A transparent proxy that records every engine method the extractor calls."""
+
+    def __init__(self, engine: LMEngine) -> None:
+        self._engine = engine
+        self.root = engine.root
+        self.calls: list[str] = []
+
+    def __getattr__(self, name):
+        attr = getattr(self._engine, name)
+        if not callable(attr):
+            return attr
+
+        def recorded(*args, **kwargs):
+            self.calls.append(name)
+            return attr(*args, **kwargs)
+
+        return recorded
+
+
+@pytest.fixture
+def answer_tokens(monkeypatch) -> list[int]:
+    """Every token of the answer in order: forced structure plus every decision (verified or decoded)."""
+    tokens: list[int] = []
+    forced, advance = JsonSlotsConstraint.forced, JsonSlotsConstraint.advance
+
+    def forced_recorded(self):
+        out = forced(self)
+        tokens.extend(out)
+        return out
+
+    def advance_recorded(self, token):
+        tokens.append(token)
+        return advance(self, token)
+
+    monkeypatch.setattr(JsonSlotsConstraint, "forced", forced_recorded)
+    monkeypatch.setattr(JsonSlotsConstraint, "advance", advance_recorded)
+    return tokens
+
+
+# ---- prompt ------------------------------------------------------------------------------------------
+
+
+def test_prompt_prefix_depends_on_the_entry_only(gas):
+    prefix_a, suffix_a = prompt_parts(gas, "  What about 3 mol?  ")
+    prefix_b, suffix_b = prompt_parts(gas, "Another question")
+    assert prefix_a == prefix_b and prefix_a.startswith("<|im_start|>system\n")
+    assert suffix_a == " What about 3 mol?<|im_end|>\n<|im_start|>assistant\n"
+    assert suffix_b.startswith(" Another question")
+    examples = example_spans(gas)
+    assert examples[0] == {"moles": "2", "temperature": "25", "temperature_unit": "celsius", "volume": "10",
+                           "volume_unit": "litres"}
+    for spans in examples:
+        assert json.dumps(spans) in prefix_a and gas.template.format(**spans) in prefix_a
+
+
+def test_extractor_needs_a_chatml_template(tiny_fp32, tmp_path):
+    import shutil
+
+    copy = tmp_path / "no-chatml"
+    shutil.copytree(tiny_fp32, copy)
+    (copy / "chat_template.jinja").write_text("{{ messages }}")
+    with pytest.raises(TargetModelError, match="ChatML"):
+        Extractor(LMEngine(copy))
+    with pytest.raises(ValueError):
+        Extractor(None, on_disagreement="ask")
+
+
+# ---- (a) copy constraint and complete JSON -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("use_draft", [True, False], ids=["draft", "no-draft"])
+@pytest.mark.parametrize(("entry_name", "index"), CASES)
+def test_values_are_copied_and_the_json_is_complete(engine, entries, answer_tokens, entry_name, index, use_draft):
+    entry, questions = entries[entry_name]
+    question = questions[index]
+    result = model_read(engine, entry, question, use_draft=use_draft)
+    assert result.path in ("lm", "lm-draft")
+    assert list(result.spans) == [p.name for p in entry.params]
+    for param in entry.params:
+        span = result.spans[param.name]
+        if param.choices is not None:
+            assert span in [str(c) for c in param.choices], (param.name, span)
+        else:
+            assert span.strip() and span in question.strip(), (param.name, span)
+    answer = engine.decode(answer_tokens)
+    assert json.loads(answer) == result.spans, answer
+    assert answer == json.dumps(result.spans, ensure_ascii=False)
+
+
+# ---- (b) exactness: the draft never changes the answer ------------------------------------------------
+
+
+@pytest.mark.parametrize(("entry_name", "index"), CASES)
+def test_draft_and_verify_gives_exactly_the_constrained_greedy_answer(engine, entries, entry_name, index):
+    entry, questions = entries[entry_name]
+    question = questions[index]
+    drafted = model_read(engine, entry, question, use_draft=True)
+    plain = model_read(engine, entry, question, use_draft=False)
+    assert drafted.spans == plain.spans
+    assert plain.path == "lm" and plain.draft_tokens == 0
+    assert drafted.path == ("lm-draft" if draft_values(entry.template, entry.params, question) else "lm")
+    assert drafted.forward_passes <= plain.forward_passes
+    # the public API agrees too (values, or the same MISS)
+    assert outcome(Extractor(engine, use_fast_path=False, use_draft=True), entry, question) == outcome(
+        Extractor(engine, use_fast_path=False, use_draft=False), entry, question
+    )
+
+
+def test_the_exactness_cases_cover_right_wrong_and_absent_drafts(engine, entries):
+    aligner_wrong = {GAS_QUESTIONS[4], GAS_QUESTIONS[5]}  # see test_aligner_reads_right_and_wrong
+    kinds = {"accepted whole": 0, "rejected": 0, "no draft": 0, "aligner right": 0, "aligner wrong": 0}
+    total = 0
+    for entry, questions in entries.values():
+        for question in questions:
+            total += 1
+            if draft_values(entry.template, entry.params, question) is None:
+                kinds["no draft"] += 1
+                continue
+            result = model_read(engine, entry, question, use_draft=True)
+            kinds["accepted whole" if result.draft_tokens_accepted == result.draft_tokens else "rejected"] += 1
+            kinds["aligner wrong" if question in aligner_wrong else "aligner right"] += 1
+    assert total >= 10
+    assert all(count > 0 for count in kinds.values()), kinds
+
+
+def test_aligner_reads_right_and_wrong(gas):
+    right = draft_values(gas.template, gas.params, GAS_QUESTIONS[0])
+    assert right == {"moles": "2", "temperature": "25", "temperature_unit": "celsius", "volume": "10",
+                     "volume_unit": "litres"}
+    assert draft_values(gas.template, gas.params, GAS_QUESTIONS[2])["moles"] == "twelve"
+    assert draft_values(gas.template, gas.params, GAS_QUESTIONS[3])["moles"] == "3 1/2"
+    wrong = draft_values(gas.template, gas.params, GAS_QUESTIONS[4])
+    assert (wrong["moles"], wrong["temperature"], wrong["volume"]) == ("10", "2", "25")  # reading order
+    wrong = draft_values(gas.template, gas.params, GAS_QUESTIONS[5])
+    assert (wrong["moles"], wrong["temperature"], wrong["volume"]) == ("40", "3", "500")  # order, lost minus
+    assert draft_values(gas.template, gas.params, GAS_QUESTIONS[6]) is None
+    assert draft_values(gas.template, gas.params, GAS_QUESTIONS[7]) is None
+    assert draft_values(SHIP.template, SHIP.params, "3 boxes by air or sea") is None
+
+
+# ---- (c) a draft accepted whole costs one forward pass --------------------------------------------------
+
+
+def test_a_draft_accepted_whole_costs_one_forward_pass(engine):
+    whole = []
+    for question in SHIP_QUESTIONS:
+        draft = draft_values(SHIP.template, SHIP.params, question)
+        result = model_read(engine, SHIP, question, use_draft=True)
+        if draft is None:
+            assert result.path == "lm" and result.draft_tokens == 0
+            continue
+        assert result.path == "lm-draft"
+        assert 0 <= result.draft_tokens_accepted <= result.draft_tokens > 0
+        if result.draft_tokens_accepted == result.draft_tokens:
+            whole.append(question)
+            assert result.forward_passes == 1, question
+            assert result.spans == draft
+        else:
+            assert result.forward_passes >= 1
+    assert whole, "no question in the pool has a draft the tiny model accepts whole"
+
+
+def test_accepted_draft_through_the_public_api(engine):
+    spy = CountingEngine(engine)
+    result = Extractor(spy).extract(SHIP, "9 boxes by air")  # not the template's text: the model path
+    assert result.path == "lm-draft"
+    assert result.values == {"count": 9, "mode": "air"} and isinstance(result.values["count"], int)
+    assert result.forward_passes == 1 == spy.calls.count("forward")
+    assert result.draft_tokens_accepted == result.draft_tokens > 0
+    assert set(result.timings) == {"prefix_s", "decode_s"} and result.seconds > 0
+
+
+def test_prefix_state_is_reused_across_questions(tiny_fp32):
+    engine = LMEngine(tiny_fp32)
+    extractor = Extractor(engine, use_fast_path=False)
+    extractor._with_model(SHIP, SHIP_QUESTIONS[0])
+    entries_after_first = engine.prefix_cache_entries
+    state = engine.prefix_state(engine.encode(prompt_parts(SHIP, "x")[0]))
+    extractor._with_model(SHIP, SHIP_QUESTIONS[1])
+    assert engine.prefix_cache_entries == entries_after_first == 1
+    assert engine.prefix_state(engine.encode(prompt_parts(SHIP, "y")[0])) is state
+
+
+# ---- (d) on_disagreement="miss" ---------------------------------------------------------------------------
+
+
+def test_miss_policy_refuses_when_the_model_rejects_the_draft(engine):
+    rejected = accepted = 0
+    for question in SHIP_QUESTIONS:
+        if draft_values(SHIP.template, SHIP.params, question) is None:
+            continue
+        decoded = model_read(engine, SHIP, question, use_draft=True)
+        if decoded.draft_tokens_accepted == decoded.draft_tokens:
+            accepted += 1
+            same = model_read(engine, SHIP, question, use_draft=True, on_disagreement="miss")
+            assert same.spans == decoded.spans and same.forward_passes == 1
+            continue
+        rejected += 1
+        with pytest.raises(ExtractionError) as info:
+            Extractor(engine, use_fast_path=False, on_disagreement="miss").extract(SHIP, question)
+        assert info.value.reason == "extraction_failed"
+        assert "disagree" in info.value.detail
+    assert rejected >= 3 and accepted >= 1
+
+
+def test_miss_policy_on_the_ideal_gas_entry(engine, gas):
+    question = GAS_QUESTIONS[0]
+    decoded = model_read(engine, gas, question, use_draft=True)
+    assert decoded.draft_tokens_accepted < decoded.draft_tokens  # the random model reads it differently
+    with pytest.raises(ExtractionError) as info:
+        Extractor(engine, use_fast_path=False, on_disagreement="miss").extract(gas, question)
+    assert info.value.reason == "extraction_failed"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG edge_runtime/extractor.py Extractor._with_model: on_disagreement='miss' promises that only answers "
+        "two independent readers agree on are served, but when the aligner has no draft (draft_values() -> None, "
+        "e.g. any free-text parameter, or a question naming two choices) the model's answer alone is served"
+    ),
+)
+def test_miss_policy_without_a_draft_does_not_serve_a_single_reading(engine):
+    assert draft_values(NAME.template, NAME.params, "Name the river Thames.") is None
+    with pytest.raises(ExtractionError) as info:
+        Extractor(engine, use_fast_path=False, on_disagreement="miss").extract(NAME, "Name the river Thames.")
+    assert info.value.reason == "extraction_failed"
+
+
+# ---- (e) validation ---------------------------------------------------------------------------------------
+
+
+def test_validate_spans(gas):
+    good = {"moles": "a dozen", "temperature": "-40", "temperature_unit": "Fahrenheit", "volume": "3 1/2",
+            "volume_unit": "cubic metres"}
+    assert validate_spans(gas, good) == {"moles": 12.0, "temperature": -40.0, "temperature_unit": "fahrenheit",
+                                         "volume": 3.5, "volume_unit": "cubic metres"}
+    for name, bad in [("moles", "-5"), ("moles", "0"), ("temperature", "-500"), ("temperature_unit", "rankine"),
+                      ("volume", "lots"), ("volume", "")]:
+        with pytest.raises(ExtractionError) as info:
+            validate_spans(gas, {**good, name: bad})
+        assert info.value.reason == "validation_failed"
+        assert repr(name) in info.value.detail
+    with pytest.raises(ExtractionError, match="validation_failed"):
+        validate_spans(gas, {k: v for k, v in good.items() if k != "volume"})
+
+
+@pytest.mark.parametrize("use_draft", [True, False], ids=["draft", "no-draft"])
+def test_out_of_domain_value_through_the_fast_path_and_the_model(engine, use_draft):
+    """The template matches but count=0 is out of domain; the model then reads the question, and no span it
+    can copy is a valid count, so the MISS reason is validation_failed whatever the weights."""
+    question = "Ship 0 boxes by air."
+    text = question.strip()
+    substrings = {text[i:j] for i in range(len(text)) for j in range(i + 1, len(text) + 1)}
+    for span in substrings:
+        with pytest.raises(Exception):
+            read_param(SHIP.param("count"), span)
+    with pytest.raises(ExtractionError) as info:
+        Extractor(engine, use_draft=use_draft).extract(SHIP, question)
+    assert info.value.reason == "validation_failed"
+    assert "'count'" in info.value.detail
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG edge_runtime/extractor.py Extractor.extract: when the question matches the template but a slot "
+        "fails validation (e.g. -5 mol) and no engine is loaded, the validation error is swallowed and the MISS "
+        "is reported as extraction_failed with the false detail 'the question does not match the template'"
+    ),
+)
+def test_out_of_domain_value_without_a_model_is_a_validation_miss(gas):
+    question = "What is the pressure, in kPa, of -5 mol of an ideal gas at 25 degrees celsius held in a 5 litres container?"
+    with pytest.raises(ExtractionError) as info:
+        Extractor(None).extract(gas, question)
+    assert info.value.reason == "validation_failed"
+
+
+# ---- (f) no model, no template match ----------------------------------------------------------------------
+
+
+def test_no_engine_and_no_template_match(gas):
+    for entry, question in [(gas, "How hot is the gas?"), (SHIP, "Ship 7 crates by air."), (SHIP, "Ship 7 boxes by air")]:
+        with pytest.raises(ExtractionError) as info:
+            Extractor(None).extract(entry, question)
+        assert info.value.reason == "extraction_failed"
+    with pytest.raises(ExtractionError, match="extraction_failed"):
+        Extractor(None, use_fast_path=False).extract(SHIP, "Ship 7 boxes by air.")
+
+
+# ---- (g) the template fast path -----------------------------------------------------------------------------
+
+
+FAST = [
+    (
+        "What is the pressure, in kPa, of twelve mol of an ideal gas at 1,200 degrees fahrenheit held in a 5 litres container?",
+        {"moles": 12.0, "temperature": 1200.0, "temperature_unit": "fahrenheit", "volume": 5.0, "volume_unit": "litres"},
+    ),
+    (
+        "What is the pressure, in kPa, of a dozen mol of an ideal gas at -40 degrees fahrenheit held in a 2 millilitres container?",
+        {"moles": 12.0, "temperature": -40.0, "temperature_unit": "fahrenheit", "volume": 2.0, "volume_unit": "millilitres"},
+    ),
+    (
+        "what is the pressure, in kPa, of 3 1/2 mol of an ideal gas at 0.5 degrees KELVIN held in a 8 cubic metres container?",
+        {"moles": 3.5, "temperature": 0.5, "temperature_unit": "kelvin", "volume": 8.0, "volume_unit": "cubic metres"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "expected"), FAST, ids=["twelve", "a-dozen", "fraction"])
+def test_fast_path_binds_new_values_without_a_model(gas, question, expected):
+    result = Extractor(None).extract(gas, question)
+    assert result.path == "template"
+    assert result.values == expected
+    assert all(type(result.values[k]) is type(v) for k, v in expected.items())
+    assert result.forward_passes == 0 and result.draft_tokens == 0
+    assert set(result.spans) == set(expected)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Ship twelve boxes by SEA.", {"count": 12, "mode": "sea"}),
+        ("ship a dozen boxes by road.", {"count": 12, "mode": "road"}),
+        ("Ship 101 boxes by air.", None),  # above the maximum: the fast path declines
+        ("Ship 3 1/2 boxes by air.", None),  # not an int: the fast path declines
+        ("Ship 7 boxes  by\nair.", {"count": 7, "mode": "air"}),
+    ],
+)
+def test_fast_path_types_and_domains(tiny_fp32, question, expected):
+    extractor = Extractor(NoCallsEngine(tiny_fp32))
+    if expected is None:
+        with pytest.raises(AssertionError, match="the template fast path used engine"):
+            extractor.extract(SHIP, question)  # it had to ask the model
+        return
+    result = extractor.extract(SHIP, question)
+    assert (result.path, result.values, result.forward_passes) == ("template", expected, 0)
+    assert type(result.values["count"]) is int
+
+
+def test_fast_path_never_touches_the_engine(tiny_fp32, gas):
+    extractor = Extractor(NoCallsEngine(tiny_fp32))
+    for question, expected in FAST:
+        result = extractor.extract(gas, question)
+        assert (result.path, result.values, result.forward_passes) == ("template", expected, 0)
+
+
+def test_different_literal_text_takes_the_model_path(engine, gas):
+    spy = CountingEngine(engine)
+    result = Extractor(spy).extract(SHIP, "9 boxes by air")
+    assert result.path != "template" and "forward" in spy.calls
+    question = FAST[0][0].replace("held in", "kept in")
+    with pytest.raises(ExtractionError) as info:
+        Extractor(None).extract(gas, question)
+    assert info.value.reason == "extraction_failed"
+    spy = CountingEngine(engine)
+    try:
+        assert Extractor(spy).extract(gas, question).path != "template"
+    except ExtractionError as exc:  # the tiny model's reading may not validate; it was asked all the same
+        assert exc.reason == "validation_failed"
+    assert "forward" in spy.calls
+
+
+def test_fast_path_can_be_disabled(engine):
+    spy = CountingEngine(engine)
+    result = Extractor(spy, use_fast_path=False).extract(SHIP, "Ship 9 boxes by air.")
+    assert result.path in ("lm", "lm-draft") and "forward" in spy.calls
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG edge_runtime/template_match.py: '{volume} {volume_unit}' compiles to '(?P<volume>.+?)\\s*"
+        "(?P<volume_unit>.+?)', so the ideal-gas entry's OWN question ('a 10 litres container') reads "
+        "volume='1', volume_unit='0 litres', fails validation and never takes the fast path (without a model "
+        "it is a MISS); recipe-ingredient-scaling's '{quantity} {unit}' has the same defect"
+    ),
+)
+def test_fast_path_on_the_entrys_own_question(gas):
+    result = Extractor(None).extract(gas, gas.question)
+    assert result.path == "template" and result.values == gas.original_values
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG edge_runtime/template_match.py + extractor fast path: two slots separated only by whitespace are "
+        "split at the first whitespace even with r'\\s+', so a multi-word first value ('3 1/2 litres', "
+        "'a dozen litres') reads volume='3', volume_unit='1/2 litres' and the fast path declines; the split "
+        "is never retried at a later space where every slot would validate"
+    ),
+)
+def test_fast_path_with_a_multi_word_value_before_another_slot(gas):
+    question = gas.question.replace("a 10 litres", "a 3 1/2 litres")
+    result = Extractor(None).extract(gas, question)
+    assert result.path == "template" and result.values["volume"] == 3.5
+
+
+# ---- the real target model (slow) ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_real_smollm2_artefact(gas):
+    from builder.target_model import build_target_model
+
+    messages: list[str] = []
+    artefact = build_target_model(cache_dir=REPO / "build" / "target-models", progress=messages.append)
+    started = time.perf_counter()
+    engine = LMEngine(artefact)
+    load_seconds = time.perf_counter() - started
+    assert load_seconds < 10, f"the SmolLM2 artefact took {load_seconds:.2f}s to load"
+
+    prompt = chatml("What is the capital of France?")
+    stop = engine.encode("<|im_end|>")
+    answer = engine.decode(engine.greedy(engine.encode(prompt), max_new_tokens=24, stop_ids=stop))
+    assert "Paris" in answer, answer
+
+    drafted = Extractor(engine, use_fast_path=False, use_draft=True).extract(gas, gas.question)
+    plain = Extractor(engine, use_fast_path=False, use_draft=False).extract(gas, gas.question)
+    assert drafted.values == plain.values == gas.original_values
+    assert drafted.spans == plain.spans
+    assert (drafted.path, plain.path) == ("lm-draft", "lm")
+    assert drafted.forward_passes == 1 and drafted.draft_tokens_accepted == drafted.draft_tokens, (
+        f"SmolLM2 should accept the aligner's draft of the original question whole "
+        f"({drafted.draft_tokens_accepted}/{drafted.draft_tokens} tokens, {drafted.forward_passes} passes; "
+        f"load {load_seconds:.2f}s)"
+    )
+    assert plain.forward_passes > 1
