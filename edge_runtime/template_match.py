@@ -24,7 +24,7 @@ def template_pattern(template: str, choices: tuple[tuple[str, tuple[str, ...]], 
     seen: set[str] = set()
     for literal, field, _, _ in string.Formatter().parse(template):
         if literal:
-            parts.append(r"\s+".join(re.escape(word) for word in literal.split(" ")) if literal.strip() else r"\s*")
+            parts.append(r"\s+".join(re.escape(word) for word in literal.split(" ")) if literal.strip() else r"\s+")
         if field is not None:
             if field in seen:
                 parts.append(f"(?P={field})")
