@@ -70,7 +70,7 @@ def load_dataset(seed: int) -> dict:
     for r in plus:
         if r["perturbation_type"] in REASONING_KEPT and r["gsm8k_row"] in chosen:
             positives.append((r["query"], entry_id(r["gsm8k_row"])))
-            sources.append("gsm_plus:" + r["perturbation_type"])
+            sources.append("gsm_plus " + r["perturbation_type"].split()[0])
     for r in symbolic:
         if r["gsm8k_row"] in chosen:
             positives.append((r["query"], entry_id(r["gsm8k_row"])))

@@ -34,6 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     bundle.add_argument("--key", type=Path, default=None, help="private key (default: the default key, created on first use)")
     bundle.add_argument("--target-model", type=Path, default=None, help="artefact dir (default: build the SmolLM2 int8 artefact)")
     bundle.add_argument("--no-target-model", action="store_true", help="template fast path only")
+    pot = sub.add_parser("import-pot", help="turn Program-of-Thought transcripts into verified entry sources (offline)")
+    pot.add_argument("file", type=Path, help="JSONL of transcripts (`code` with def solution(), e.g. pal_gsmhard_v2.jsonl)")
+    pot.add_argument("--reference", type=Path, required=True, help="JSONL of questions with answers ending '#### N'")
+    pot.add_argument("--registry", type=Path, required=True, help="output directory (entries/*.py, index.json, rejections.jsonl)")
+    pot.add_argument("--json", action="store_true", help="print one JSON summary object on stdout")
+    pot.add_argument("--limit", type=int, default=None, help="only the first N transcripts")
+    pot.add_argument("--workers", type=int, default=None, help="worker processes (default: up to 2)")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
@@ -71,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(path)
         return 0
+    if args.command == "import-pot":
+        from builder.pot_importer import cli_import_pot
+
+        return cli_import_pot(args)
     if args.command == "compile-entries":
         from edge_runtime.compiler import compile_entry
         from edge_runtime.embedder import OnnxSentenceEmbedder

@@ -185,7 +185,12 @@ def _load_checkpoint(source: Path, out: Path, progress: Callable[[str], None]) -
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     if source.is_dir():
-        config = AutoConfig.from_pretrained(source)
+        if not (source / "config.json").is_file():
+            raise TargetModelBuildError(f"{source} is not a Hugging Face checkpoint directory (no config.json)")
+        try:
+            config = AutoConfig.from_pretrained(source)
+        except (ValueError, OSError) as exc:
+            raise TargetModelBuildError(f"cannot read the checkpoint config in {source}: {exc}") from exc
         _check_architecture(config.model_type, source)
         _check_rope(config, source)
         return source

@@ -21,7 +21,7 @@ _NUMBER_WORDS = (
 ).split()
 _WORD = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _SPAN = re.compile(
-    rf"(?<![\w.])(?:\d+\s+\d+/\d+|\d+/\d+|\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d*\.\d+|\d+)(?![\w/])"
+    rf"(?<![\w.])-?(?:\d+\s+\d+/\d+|\d+/\d+|\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d*\.\d+|\d+)(?![\w/])"
     rf"|\b(?:(?:{_WORD})(?:[\s-]+(?:and\s+)?(?:a\s+)?(?:{_WORD}))*)\b",
     re.IGNORECASE,
 )

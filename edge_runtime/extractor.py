@@ -122,19 +122,28 @@ class Extractor:
 
     def extract(self, entry: EntryPoint, question: str) -> Extraction:
         started = time.perf_counter()
+        template_failure: ExtractionError | None = None
         if self.use_fast_path:
             choices = {p.name: tuple(str(c) for c in p.choices) for p in entry.params if p.choices}
             slots = match_template(entry.template, question, choices)
             if slots is not None:
                 try:
                     values = validate_spans(entry, slots)
-                except ExtractionError:
-                    values = None  # literal text matched but a slot is not a value: let the model read it
-                if values is not None:
+                except ExtractionError as exc:
+                    template_failure = exc  # the text matched but a slot is not a valid value: let the model read it
+                else:
                     return Extraction(values, slots, "template", seconds=time.perf_counter() - started)
         if self.engine is None:
+            if template_failure is not None:
+                raise template_failure
             raise ExtractionError("extraction_failed", "the question does not match the template and no target model is loaded")
-        extraction = self._with_model(entry, question)
+        try:
+            extraction = self._with_model(entry, question)
+        except ExtractionError:
+            # The template matched but a value was invalid: that is the more useful reason to report.
+            if template_failure is not None:
+                raise template_failure from None
+            raise
         extraction.values = validate_spans(entry, extraction.spans)
         extraction.seconds = time.perf_counter() - started
         return extraction

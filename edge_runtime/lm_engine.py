@@ -73,7 +73,9 @@ class LMEngine:
         self.num_layers = int(self.manifest["num_layers"])
         self.kv_heads = int(self.manifest["num_kv_heads"])
         self.head_dim = int(self.manifest["head_dim"])
-        self.eos_id = int(self.manifest.get("eos_token_id") or 2)
+        eos = self.manifest.get("eos_token_id")
+        eos = eos[0] if isinstance(eos, list) and eos else eos
+        self.eos_id = int(eos) if eos is not None else int(self.tokenizer.token_to_id("<|endoftext|>") or 0)
         self._present = [f"present.{i}.{kind}" for i in range(self.num_layers) for kind in ("key", "value")]
         self._prefix_cache: OrderedDict[str, KVState] = OrderedDict()
         self.prefix_cache_bytes = prefix_cache_bytes

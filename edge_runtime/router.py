@@ -45,7 +45,7 @@ class Router:
         *,
         M: int = 16,
         ef_construction: int = 100,
-        ef: int = 64,
+        ef: int = 32,
         seed: int = 0,
     ) -> None:
         entry_ids: list[str] = []
@@ -86,7 +86,7 @@ class Router:
         self.text_entry = np.asarray(text_entry, dtype=np.int64)
         self.params = dict(params)
         self._max_texts = int(np.bincount(self.text_entry).max())
-        self._ef = int(params.get("ef", 64))
+        self._ef = int(params.get("ef", 32))
         self.index.set_ef(max(self._ef, 1))
         self._current_ef = self._ef
 

@@ -58,14 +58,18 @@ class StaticEmbedder(Embedder):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not one string")
+        if len(texts) == 1:  # the hot path: one query, as little numpy overhead as possible
+            ids = self._tokenizer.encode(texts[0], add_special_tokens=False).ids
+            if not ids:
+                return np.zeros((1, self.dim), dtype=np.float32)
+            vector = self.table[ids].sum(axis=0, keepdims=True)
+            norm = float(np.sqrt(np.dot(vector[0], vector[0])))
+            return vector / norm if norm > 0 else np.zeros((1, self.dim), dtype=np.float32)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        if len(texts) == 1:
-            encodings = [self._tokenizer.encode(texts[0], add_special_tokens=False)]
-        else:
-            encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        for row, encoding in enumerate(encodings):
+        encode = getattr(self._tokenizer, "encode_batch_fast", self._tokenizer.encode_batch)  # no offsets needed
+        for row, encoding in enumerate(encode(list(texts), add_special_tokens=False)):
             ids = encoding.ids
             if ids:
                 out[row] = self.table[ids].sum(axis=0)

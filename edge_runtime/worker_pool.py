@@ -20,6 +20,14 @@ untrusted, because a worker that an entry managed to subvert can send anything: 
 read with a size bound (:data:`MAX_REPLY_BYTES`), unpickled by an unpickler that only knows a
 fixed list of plain value classes (no callables, so no code runs on load), and its shape and
 types are checked before use. A malformed reply kills that worker (:class:`WorkerCrashedError`).
+
+Deployment notes. Like every forkserver/spawn child, a worker imports the server's main module
+(as ``__mp_main__``) before it runs our code: start the server through a light main such as the
+``arc-edge`` script or ``python -m edge_runtime.cli``, never a script that imports onnxruntime
+or gRPC at the top level (``debug_worker_info()["heavy_modules"]`` shows what leaked in). What
+the walls do not cover: a worker that escapes the Python sandbox still runs with the server's
+uid unless the server runs as root (workers then switch to ``nobody``), and nothing here is a
+seccomp filter or a namespace; the limits make such an escape hard to use, not impossible.
 """
 
 from __future__ import annotations
@@ -75,6 +83,11 @@ MAX_REPLY_BYTES = 4 * 1024 * 1024
 """Largest pickled message a worker may send (a result, a narration, an LM prompt or tool arguments)."""
 
 _WORKER_CACHE_SIZE = 128
+#: Bounds on what a worker may ask of the parent's model (entry code can reach ctx.target_lm directly,
+#: and the model call itself cannot be interrupted at the deadline): the primitives stay far below them.
+_MAX_PROMPT_CHARS = 32_768
+_MAX_NEW_TOKENS = 512
+_MAX_OPTIONS = 1_024
 _EXIT_OUT_OF_MEMORY = 75  # the worker could not even report a MemoryError
 _EXIT_ORPHANED = 76  # the server went away while the worker was busy
 #: Signals a memory-limited worker dies of when an allocation fails outside Python's MemoryError path
@@ -148,7 +161,6 @@ def _rebuild_error(
 
 _REPLY_GLOBALS: Mapping[tuple[str, str], Any] = MappingProxyType(
     {
-        ("edge_runtime.context", "NarrationStep"): NarrationStep,
         ("fractions", "Fraction"): Fraction,
         ("decimal", "Decimal"): Decimal,
         ("builtins", "complex"): complex,
@@ -213,6 +225,16 @@ def _worker_send(conn: Connection, msg: tuple) -> None:
     conn.send_bytes(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
 
 
+def _dumps_for_parent(msg: tuple) -> bytes:
+    """Pickle ``msg`` and check the parent's unpickler will accept it (a refused reply would cost the worker)."""
+    data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        _load_reply(data)
+    except _ProtocolError as exc:
+        raise TypeError(f"a value cannot leave the worker: {exc}") from None
+    return data
+
+
 class _ParentChannel:
     """Forwards one job's lm/tool requests to the parent and waits for the answer."""
 
@@ -221,7 +243,7 @@ class _ParentChannel:
         self._job_id = job_id
 
     def call(self, request: tuple, too_large: Callable[[int], Exception]) -> Any:
-        data = pickle.dumps((request[0], self._job_id, *request[1:]), protocol=pickle.HIGHEST_PROTOCOL)
+        data = _dumps_for_parent((request[0], self._job_id, *request[1:]))
         if len(data) > MAX_REPLY_BYTES:
             raise too_large(len(data))
         self._conn.send_bytes(data)
@@ -266,9 +288,9 @@ class _ParentTool:
 
 
 def _vm_size_kb() -> int:
-    with open("/proc/self/status", encoding="ascii") as status:
+    with open("/proc/self/status", "rb") as status:
         for line in status:
-            if line.startswith("VmSize:"):
+            if line.startswith(b"VmSize:"):
                 return int(line.split()[1])
     return 0
 
@@ -308,6 +330,13 @@ def _enter_sandbox(memory_limit_bytes: int, workdir: str, recursion_limit: int, 
 
     os.chdir(workdir)
     os.umask(0o077)
+    sys.setrecursionlimit(recursion_limit)
+    vm_kb = _vm_size_kb()
+    if vm_kb * 1024 >= memory_limit_bytes:
+        raise ValueError(
+            f"memory_limit_mb={memory_limit_bytes >> 20} is below what an idle worker already maps ({vm_kb >> 10} MiB)"
+        )
+    # From here on no file is read: the identity switch below may make the interpreter's own files unreadable.
     dropped = False
     if os.geteuid() == 0:  # never run entry code as root: a nobody cannot read the server's keys
         try:
@@ -336,12 +365,6 @@ def _enter_sandbox(memory_limit_bytes: int, workdir: str, recursion_limit: int, 
     else:
         # Our parent is the server itself, and PDEATHSIG would follow the thread that started us.
         threading.Thread(target=_watch_parent, args=(ppid,), name="arc-worker-watchdog", daemon=True).start()
-    sys.setrecursionlimit(recursion_limit)
-    vm_kb = _vm_size_kb()
-    if vm_kb * 1024 >= memory_limit_bytes:
-        raise ValueError(
-            f"memory_limit_mb={memory_limit_bytes >> 20} is below what an idle worker already maps ({vm_kb >> 10} MiB)"
-        )
     _lower_limit(resource.RLIMIT_CORE, 0)
     _lower_limit(resource.RLIMIT_NPROC, 0)  # no processes, no threads (ignored for root)
     _lower_limit(resource.RLIMIT_NOFILE, 0)  # the pipe stays open; nothing new can be opened
@@ -446,7 +469,8 @@ class _WorkerLoop:
 
     def send_result(self, job_id: int, entry_id: str, execution: Execution) -> None:
         try:
-            data = pickle.dumps(("ok", job_id, execution.result, execution.narration), protocol=pickle.HIGHEST_PROTOCOL)
+            narration = [(step.function, step.text) for step in execution.narration]
+            data = _dumps_for_parent(("ok", job_id, execution.result, narration))
         except MemoryError:
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. a value of a class defined by the entry
@@ -612,6 +636,9 @@ class WorkerPool:
             with self._lock:
                 self._stats["errors"] += 1
             raise
+        except BaseException:  # a bug or an interrupt here: the worker may still be mid-job, never reuse it
+            worker.healthy = False
+            raise
         finally:
             self._release(worker)
         with self._lock:
@@ -654,14 +681,20 @@ class WorkerPool:
         finally:
             self._release(worker)
 
+    def debug_worker_pids(self) -> list[int]:
+        """Process ids of the live workers, as this process recorded them (for tests and diagnostics)."""
+        with self._lock:
+            return sorted(worker.pid for worker in self._workers)
+
     def close(self) -> None:
-        """Stop every worker (idle ones exit cleanly, busy ones are killed) and wait for them to end."""
+        """Stop every worker (idle ones exit cleanly, busy ones are killed) and wait until all have ended.
+
+        A call in flight fails with WorkerPoolClosedError; its own thread reaps its worker.
+        """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            workers = list(self._workers)
-            self._workers.clear()
         idle: list[_Worker] = []
         while True:
             try:
@@ -671,6 +704,11 @@ class WorkerPool:
             if item is not None:
                 idle.append(item)
         self._idle.put(None)  # wakes every waiting run(); each puts it back for the next
+        with self._lock:
+            self._workers.difference_update(idle)
+            busy = list(self._workers)
+        for worker in busy:
+            self._kill(worker)
         for worker in idle:
             try:
                 worker.conn.send(("exit",))
@@ -678,17 +716,18 @@ class WorkerPool:
                 pass
         for worker in idle:
             worker.process.join(1.0)
-        for worker in workers:
             self._reap(worker, kill=True)
-        while True:
+        give_up = time.monotonic() + 15.0
+        while time.monotonic() < give_up:
             with self._lock:
                 replacers = list(self._replacers)
-            if not replacers:
+                busy_count = self._busy
+            if not replacers and busy_count == 0:
                 break
             for thread in replacers:
-                thread.join(10.0)
-                with self._lock:
-                    self._replacers.discard(thread)
+                thread.join(max(0.0, give_up - time.monotonic()))
+            if not replacers:
+                time.sleep(0.005)
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -780,28 +819,24 @@ class WorkerPool:
         return worker
 
     def _release(self, worker: _Worker) -> None:
+        """Back to the idle queue, or (unhealthy, or the pool closed) killed, reaped and replaced."""
         with self._lock:
-            self._busy -= 1
-            closed = self._closed
-            if worker.healthy and not closed:
+            if worker.healthy and not self._closed:
+                self._busy -= 1
                 self._idle.put(worker)
                 return
-            if worker not in self._workers:
-                replace = False  # close() took it over
-            else:
-                self._workers.discard(worker)
-                replace = not closed
-                if replace:
-                    self._stats["workers_replaced"] += 1
-        if worker.process.exitcode is None:
-            try:
-                worker.process.kill()  # now, so a runaway stops burning CPU before the reap below
-            except (OSError, ValueError):
-                pass
-        thread = threading.Thread(target=self._replace, args=(worker, replace), name="arc-worker-replacer", daemon=True)
-        with self._lock:
+            replace = not self._closed and worker in self._workers
+            self._workers.discard(worker)
+            if replace:
+                self._stats["workers_replaced"] += 1
+            thread = threading.Thread(
+                target=self._replace, args=(worker, replace), name="arc-worker-replacer", daemon=True
+            )
+            self._kill(worker)  # now, so a runaway stops burning CPU before the reap
+            # Registered and started before busy drops, so close() waiting for both never misses it.
             self._replacers.add(thread)
-        thread.start()
+            thread.start()
+            self._busy -= 1
 
     def _replace(self, dead: _Worker, replace: bool) -> None:
         try:
@@ -916,9 +951,10 @@ class WorkerPool:
         except (OSError, ValueError):
             pass
 
-    def _to_worker(self, worker: _Worker, msg: tuple) -> None:
+    def _to_worker(self, worker: _Worker, msg: tuple | bytes) -> None:
+        data = msg if isinstance(msg, bytes) else pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            worker.conn.send(msg)
+            worker.conn.send_bytes(data)
         except OSError:
             pass  # a dead worker shows up as EOF on the next read
 
@@ -953,11 +989,12 @@ class WorkerPool:
         if not isinstance(result, dict) or not all(isinstance(k, str) for k in result):
             raise _ProtocolError("result is not a dict with str keys")
         if not isinstance(narration, list) or not all(
-            type(step) is NarrationStep and type(step.function) is str and type(step.text) is str for step in narration
+            type(step) is tuple and len(step) == 2 and type(step[0]) is str and type(step[1]) is str
+            for step in narration
         ):
-            raise _ProtocolError("narration is not a list of NarrationStep")
+            raise _ProtocolError("narration is not a list of (function, text) pairs")
         _check_value(result)
-        return Execution(result, narration)
+        return Execution(result, [NarrationStep(function, text) for function, text in narration])
 
     def _entry_error(self, worker: _Worker, cache_key: tuple[str, str, str], entry_id: str, msg: tuple) -> ArcError:
         if len(msg) != 6:
@@ -1013,6 +1050,12 @@ class WorkerPool:
         try:
             if target_lm is None:
                 raise TargetModelError("this step needs the target model, and none is configured")
+            if len(args[0]) > _MAX_PROMPT_CHARS:
+                raise TargetModelError(f"a prompt of {len(args[0])} characters exceeds the {_MAX_PROMPT_CHARS} limit")
+            if not 0 < kwargs.get("max_new_tokens", 1) <= _MAX_NEW_TOKENS:
+                raise TargetModelError(f"max_new_tokens must be between 1 and {_MAX_NEW_TOKENS}")
+            if method == "choose" and len(args[1]) > _MAX_OPTIONS:
+                raise TargetModelError(f"{len(args[1])} options exceed the limit of {_MAX_OPTIONS}")
             answer = target_lm.generate(args[0], **kwargs) if method == "generate" else target_lm.choose(*args)
             if not isinstance(answer, str):
                 raise TargetModelError(f"target model returned a {type(answer).__name__}, not a str")
@@ -1036,8 +1079,7 @@ class WorkerPool:
         try:
             if tool is None:
                 raise ToolNotAllowedError(f"tool {name!r} is not registered by the host (allowed: {sorted(tools)})")
-            reply: tuple = ("ok", tool(**kwargs))
-            pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+            reply: tuple | bytes = pickle.dumps(("ok", tool(**kwargs)), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - raised again inside the entry, as in-process
             reply = ("err", *_describe_error(exc))
         self._to_worker(worker, reply)

@@ -4,9 +4,11 @@ Not a conftest: test modules import the helpers (``from tiny_llama import ...``)
 their own session fixtures. Every builder is memoised on its base directory (module-level caches),
 so the checkpoint and each artefact are built once per session however many modules ask for them.
 
-The checkpoint is deterministic: a byte-level BPE tokenizer trained on a fixed corpus, a
-LlamaConfig written in code and ``torch.manual_seed(0)`` weights. Its answers are arbitrary but
-reproducible, which is what the engine and extractor tests need (equality, not quality).
+The checkpoint is deterministic: a byte-level BPE tokenizer (600 tokens, digits split one by one
+as in SmolLM2) trained on a fixed corpus, a LlamaConfig written in code (initializer_range 0.3 so
+greedy output is not a degenerate repetition) and ``torch.manual_seed(0)`` weights. Its answers
+are arbitrary but reproducible, which is what the engine and extractor tests need (equality, not
+quality). Checkpoint + fp32 + int8 artefacts build in about ten seconds.
 """
 
 from __future__ import annotations

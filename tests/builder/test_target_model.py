@@ -198,17 +198,6 @@ def test_rope_theta_disagreement_is_refused(tmp_path, tiny_dir):
     assert "rope_theta" in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason=(
-        "BUG builder/target_model.py _load_checkpoint: a directory that is not a checkpoint (no config.json) "
-        "reaches AutoConfig.from_pretrained unchecked, which raises a bare ValueError ('Unrecognized model in "
-        "...') instead of TargetModelBuildError, so `arc-build target-model` dies with a traceback; worse, "
-        "transformers guesses the architecture from the directory NAME, so an empty folder called 'empty' is "
-        "reported as \"architecture 'mpt' is not supported\""
-    ),
-)
 def test_directory_without_config_json(tmp_path):
     source = tmp_path / "nothing-here"
     source.mkdir()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -47,36 +46,45 @@ NAME = EntryPoint(
     root="river",
 )
 
-GAS_QUESTIONS = [
+GAS_TRUTH = {
     # the entry's own question, and re-parameterised ones the aligner reads right
-    "What is the pressure, in kPa, of 2 mol of an ideal gas at 25 degrees celsius held in a 10 litres container?",
-    "What is the pressure, in kPa, of 0.5 mol of an ideal gas at 100 degrees fahrenheit held in a 2.5 millilitres container?",
-    "How much pressure do twelve mol of gas exert at 300 degrees kelvin in a 1,200 litres tank?",
-    "What's the pressure of 3 1/2 mol at 20 celsius in 4 litres?",
-    # the aligner reads these wrong (values out of template order, a dropped minus sign)
-    "A 10 litres container holds 2 mol of an ideal gas at 25 degrees celsius. What is the pressure in kPa?",
-    "At -40 degrees fahrenheit, 3 mol sit in 500 cubic metres: the pressure?",
+    "What is the pressure, in kPa, of 2 mol of an ideal gas at 25 degrees celsius held in a 10 litres container?":
+        ("2", "25", "celsius", "10", "litres"),
+    "What is the pressure, in kPa, of 0.5 mol of an ideal gas at 100 degrees fahrenheit held in a 2.5 millilitres "
+    "container?": ("0.5", "100", "fahrenheit", "2.5", "millilitres"),
+    "How much pressure do twelve mol of gas exert at 300 degrees kelvin in a 1,200 litres tank?":
+        ("twelve", "300", "kelvin", "1,200", "litres"),
+    "What's the pressure of 3 1/2 mol at 20 celsius in 4 litres?": ("3 1/2", "20", "celsius", "4", "litres"),
+    "A 10 litres container holds 2 mol of an ideal gas at 25 degrees celsius. What is the pressure in kPa?":
+        ("2", "25", "celsius", "10", "litres"),
+    # the aligner reads this one wrong (it drops the minus sign: a bug, see below)
+    "At -40 degrees fahrenheit, 3 mol sit in 500 cubic metres: the pressure?":
+        ("3", "-40", "fahrenheit", "500", "cubic metres"),
     # no draft at all (too few numbers; two units named)
-    "Gas in a box at room temperature, in litres and celsius",
-    "2 mol at 25 degrees celsius in 10 litres or millilitres?",
-]
+    "Gas in a box at room temperature, in litres and celsius": None,
+    "2 mol at 25 degrees celsius in 10 litres or millilitres?": None,
+}
+GAS_QUESTIONS = list(GAS_TRUTH)
 
-SHIP_QUESTIONS = [
-    "Ship 7 boxes by air.",
-    "Please ship 12 boxes by sea.",
-    "By road: 5 boxes.",
-    "Send twelve boxes, by air",
-    "Could you ship 8 boxes by road?",
+SHIP_TRUTH = {
+    "Ship 7 boxes by air.": ("7", "air"),
+    "Please ship 12 boxes by sea.": ("12", "sea"),
+    "By road: 5 boxes.": ("5", "road"),
+    "Send twelve boxes, by air": ("twelve", "air"),
+    "Could you ship 8 boxes by road?": ("8", "road"),
+    "Ship -5 boxes by sea.": ("-5", "sea"),  # the aligner drops the minus sign (a bug, see below)
+    "Not 12 boxes by air: ship 7 by air.": ("7", "air"),  # the aligner's context words favour the 12
     # the tiny model happens to agree with the aligner's draft on these
-    "9 boxes by air",
-    "7, air",
-    "9 air",
-    "7 by air",
-    "7 boxes air",
+    "9 boxes by air": ("9", "air"),
+    "7, air": ("7", "air"),
+    "9 air": ("9", "air"),
+    "7 by air": ("7", "air"),
+    "7 boxes air": ("7", "air"),
     # no draft
-    "ship boxes by rail",
-    "3 boxes by air or sea",
-]
+    "ship boxes by rail": None,
+    "3 boxes by air or sea": None,
+}
+SHIP_QUESTIONS = list(SHIP_TRUTH)
 
 
 @pytest.fixture(scope="session")
@@ -103,7 +111,8 @@ CASES = [("gas", i) for i in range(len(GAS_QUESTIONS))] + [("ship", i) for i in 
 
 
 def model_read(engine: LMEngine | None, entry: EntryPoint, question: str, **options) -> Extraction:
-    """The model path's spans before validation."""
+    """The model path's spans before validation (decoding on disagreement unless told otherwise)."""
+    options.setdefault("on_disagreement", "decode")
     return Extractor(engine, use_fast_path=False, **options)._with_model(entry, question)
 
 
@@ -210,9 +219,12 @@ def test_values_are_copied_and_the_json_is_complete(engine, entries, answer_toke
             assert span in [str(c) for c in param.choices], (param.name, span)
         else:
             assert span.strip() and span in question.strip(), (param.name, span)
+    # The emitted tokens spell the JSON object; when the model closes the last value with a bare '"' the
+    # machine is done and the final '}' is implied (nothing is decoded after the end), never anything else.
     answer = engine.decode(answer_tokens)
-    assert json.loads(answer) == result.spans, answer
-    assert answer == json.dumps(result.spans, ensure_ascii=False)
+    complete = json.dumps(result.spans, ensure_ascii=False)
+    assert complete.startswith(answer) and complete[len(answer) :] in ("", "}"), answer
+    assert json.loads(answer if answer.endswith("}") else answer + "}") == result.spans
 
 
 # ---- (b) exactness: the draft never changes the answer ------------------------------------------------
@@ -229,41 +241,52 @@ def test_draft_and_verify_gives_exactly_the_constrained_greedy_answer(engine, en
     assert drafted.path == ("lm-draft" if draft_values(entry.template, entry.params, question) else "lm")
     assert drafted.forward_passes <= plain.forward_passes
     # the public API agrees too (values, or the same MISS)
-    assert outcome(Extractor(engine, use_fast_path=False, use_draft=True), entry, question) == outcome(
-        Extractor(engine, use_fast_path=False, use_draft=False), entry, question
+    assert outcome(Extractor(engine, use_fast_path=False, use_draft=True, on_disagreement="decode"), entry, question) == (
+        outcome(Extractor(engine, use_fast_path=False, use_draft=False, on_disagreement="decode"), entry, question)
     )
 
 
 def test_the_exactness_cases_cover_right_wrong_and_absent_drafts(engine, entries):
-    aligner_wrong = {GAS_QUESTIONS[4], GAS_QUESTIONS[5]}  # see test_aligner_reads_right_and_wrong
+    """The exactness cases include drafts the model accepts whole and rejects, drafts that are a person's
+    reading and drafts that are not, and questions with no draft."""
     kinds = {"accepted whole": 0, "rejected": 0, "no draft": 0, "aligner right": 0, "aligner wrong": 0}
-    total = 0
+    truths = {**GAS_TRUTH, **SHIP_TRUTH}
     for entry, questions in entries.values():
         for question in questions:
-            total += 1
-            if draft_values(entry.template, entry.params, question) is None:
+            draft = draft_values(entry.template, entry.params, question)
+            assert (draft is None) == (truths[question] is None), question
+            if draft is None:
                 kinds["no draft"] += 1
                 continue
             result = model_read(engine, entry, question, use_draft=True)
             kinds["accepted whole" if result.draft_tokens_accepted == result.draft_tokens else "rejected"] += 1
-            kinds["aligner wrong" if question in aligner_wrong else "aligner right"] += 1
-    assert total >= 10
+            right = tuple(draft[p.name] for p in entry.params) == truths[question]
+            kinds["aligner right" if right else "aligner wrong"] += 1
+    assert sum(kinds[k] for k in ("accepted whole", "rejected", "no draft")) == len(CASES) >= 10
     assert all(count > 0 for count in kinds.values()), kinds
 
 
-def test_aligner_reads_right_and_wrong(gas):
-    right = draft_values(gas.template, gas.params, GAS_QUESTIONS[0])
-    assert right == {"moles": "2", "temperature": "25", "temperature_unit": "celsius", "volume": "10",
-                     "volume_unit": "litres"}
-    assert draft_values(gas.template, gas.params, GAS_QUESTIONS[2])["moles"] == "twelve"
-    assert draft_values(gas.template, gas.params, GAS_QUESTIONS[3])["moles"] == "3 1/2"
-    wrong = draft_values(gas.template, gas.params, GAS_QUESTIONS[4])
-    assert (wrong["moles"], wrong["temperature"], wrong["volume"]) == ("10", "2", "25")  # reading order
-    wrong = draft_values(gas.template, gas.params, GAS_QUESTIONS[5])
-    assert (wrong["moles"], wrong["temperature"], wrong["volume"]) == ("40", "3", "500")  # order, lost minus
-    assert draft_values(gas.template, gas.params, GAS_QUESTIONS[6]) is None
-    assert draft_values(gas.template, gas.params, GAS_QUESTIONS[7]) is None
-    assert draft_values(SHIP.template, SHIP.params, "3 boxes by air or sea") is None
+ALIGNER_CASES = list(CASES)
+
+
+@pytest.mark.parametrize(("entry_name", "index"), ALIGNER_CASES)
+def test_aligner_drafts_a_persons_reading(entries, entry_name, index):
+    entry, questions = entries[entry_name]
+    question = questions[index]
+    truth = {**GAS_TRUTH, **SHIP_TRUTH}[question]
+    draft = draft_values(entry.template, entry.params, question)
+    if question.startswith("Not 12"):
+        assert draft == {"count": "12", "mode": "air"}  # a heuristic's limit, not a bug: the model verifies it
+    elif truth is None:
+        assert draft is None
+    else:
+        assert tuple(draft[p.name] for p in entry.params) == truth
+
+
+def test_number_spans_keep_the_sign():
+    from edge_runtime.draft import number_spans
+
+    assert number_spans("at -40 degrees, -0.5 mol") == ["-40", "-0.5"]
 
 
 # ---- (c) a draft accepted whole costs one forward pass --------------------------------------------------
@@ -300,7 +323,7 @@ def test_accepted_draft_through_the_public_api(engine):
 
 def test_prefix_state_is_reused_across_questions(tiny_fp32):
     engine = LMEngine(tiny_fp32)
-    extractor = Extractor(engine, use_fast_path=False)
+    extractor = Extractor(engine, use_fast_path=False, on_disagreement="decode")
     extractor._with_model(SHIP, SHIP_QUESTIONS[0])
     entries_after_first = engine.prefix_cache_entries
     state = engine.prefix_state(engine.encode(prompt_parts(SHIP, "x")[0]))
@@ -318,41 +341,41 @@ def test_miss_policy_refuses_when_the_model_rejects_the_draft(engine):
         if draft_values(SHIP.template, SHIP.params, question) is None:
             continue
         decoded = model_read(engine, SHIP, question, use_draft=True)
+        strict = Extractor(engine, use_fast_path=False, on_disagreement="miss")
         if decoded.draft_tokens_accepted == decoded.draft_tokens:
             accepted += 1
-            same = model_read(engine, SHIP, question, use_draft=True, on_disagreement="miss")
-            assert same.spans == decoded.spans and same.forward_passes == 1
+            same = strict._with_model(SHIP, question)
+            assert (same.spans, same.path, same.forward_passes) == (decoded.spans, "lm-draft", 1)
             continue
         rejected += 1
         with pytest.raises(ExtractionError) as info:
-            Extractor(engine, use_fast_path=False, on_disagreement="miss").extract(SHIP, question)
+            strict.extract(SHIP, question)
         assert info.value.reason == "extraction_failed"
         assert "disagree" in info.value.detail
     assert rejected >= 3 and accepted >= 1
 
 
-def test_miss_policy_on_the_ideal_gas_entry(engine, gas):
+def test_miss_is_the_default_policy(engine, gas):
     question = GAS_QUESTIONS[0]
     decoded = model_read(engine, gas, question, use_draft=True)
     assert decoded.draft_tokens_accepted < decoded.draft_tokens  # the random model reads it differently
     with pytest.raises(ExtractionError) as info:
-        Extractor(engine, use_fast_path=False, on_disagreement="miss").extract(gas, question)
-    assert info.value.reason == "extraction_failed"
+        Extractor(engine, use_fast_path=False).extract(gas, question)
+    assert info.value.reason == "extraction_failed" and "disagree" in info.value.detail
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG edge_runtime/extractor.py Extractor._with_model: on_disagreement='miss' promises that only answers "
-        "two independent readers agree on are served, but when the aligner has no draft (draft_values() -> None, "
-        "e.g. any free-text parameter, or a question naming two choices) the model's answer alone is served"
-    ),
-)
 def test_miss_policy_without_a_draft_does_not_serve_a_single_reading(engine):
+    """'miss' serves only what two independent readers agree on: no draft, no answer."""
     assert draft_values(NAME.template, NAME.params, "Name the river Thames.") is None
-    with pytest.raises(ExtractionError) as info:
-        Extractor(engine, use_fast_path=False, on_disagreement="miss").extract(NAME, "Name the river Thames.")
-    assert info.value.reason == "extraction_failed"
+    for extractor in (
+        Extractor(engine, use_fast_path=False, on_disagreement="miss"),
+        Extractor(engine, use_fast_path=False, use_draft=False, on_disagreement="miss"),
+    ):
+        with pytest.raises(ExtractionError) as info:
+            extractor.extract(NAME, "Name the river Thames.")
+        assert info.value.reason == "extraction_failed"
+    served = Extractor(engine, use_fast_path=False, on_disagreement="decode").extract(NAME, "Name the river Thames.")
+    assert served.path == "lm" and served.values["river"].strip() in "Name the river Thames."
 
 
 # ---- (e) validation ---------------------------------------------------------------------------------------
@@ -384,19 +407,11 @@ def test_out_of_domain_value_through_the_fast_path_and_the_model(engine, use_dra
         with pytest.raises(Exception):
             read_param(SHIP.param("count"), span)
     with pytest.raises(ExtractionError) as info:
-        Extractor(engine, use_draft=use_draft).extract(SHIP, question)
+        Extractor(engine, use_draft=use_draft, on_disagreement="decode").extract(SHIP, question)
     assert info.value.reason == "validation_failed"
     assert "'count'" in info.value.detail
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG edge_runtime/extractor.py Extractor.extract: when the question matches the template but a slot "
-        "fails validation (e.g. -5 mol) and no engine is loaded, the validation error is swallowed and the MISS "
-        "is reported as extraction_failed with the false detail 'the question does not match the template'"
-    ),
-)
 def test_out_of_domain_value_without_a_model_is_a_validation_miss(gas):
     question = "What is the pressure, in kPa, of -5 mol of an ideal gas at 25 degrees celsius held in a 5 litres container?"
     with pytest.raises(ExtractionError) as info:
@@ -476,7 +491,7 @@ def test_fast_path_never_touches_the_engine(tiny_fp32, gas):
 def test_different_literal_text_takes_the_model_path(engine, gas):
     spy = CountingEngine(engine)
     result = Extractor(spy).extract(SHIP, "9 boxes by air")
-    assert result.path != "template" and "forward" in spy.calls
+    assert result.path == "lm-draft" and "forward" in spy.calls
     question = FAST[0][0].replace("held in", "kept in")
     with pytest.raises(ExtractionError) as info:
         Extractor(None).extract(gas, question)
@@ -484,58 +499,53 @@ def test_different_literal_text_takes_the_model_path(engine, gas):
     spy = CountingEngine(engine)
     try:
         assert Extractor(spy).extract(gas, question).path != "template"
-    except ExtractionError as exc:  # the tiny model's reading may not validate; it was asked all the same
-        assert exc.reason == "validation_failed"
+    except ExtractionError:  # the tiny model's reading may be refused; the model was asked all the same
+        pass
     assert "forward" in spy.calls
 
 
 def test_fast_path_can_be_disabled(engine):
     spy = CountingEngine(engine)
-    result = Extractor(spy, use_fast_path=False).extract(SHIP, "Ship 9 boxes by air.")
-    assert result.path in ("lm", "lm-draft") and "forward" in spy.calls
+    try:
+        assert Extractor(spy, use_fast_path=False).extract(SHIP, "Ship 9 boxes by air.").path == "lm-draft"
+    except ExtractionError:
+        pass
+    assert "forward" in spy.calls
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG edge_runtime/template_match.py: '{volume} {volume_unit}' compiles to '(?P<volume>.+?)\\s*"
-        "(?P<volume_unit>.+?)', so the ideal-gas entry's OWN question ('a 10 litres container') reads "
-        "volume='1', volume_unit='0 litres', fails validation and never takes the fast path (without a model "
-        "it is a MISS); recipe-ingredient-scaling's '{quantity} {unit}' has the same defect"
-    ),
-)
-def test_fast_path_on_the_entrys_own_question(gas):
-    result = Extractor(None).extract(gas, gas.question)
+def test_fast_path_on_the_entrys_own_question(tiny_fp32, gas):
+    """'{volume} {volume_unit}': the choice slot anchors the split ('10' / 'litres', not '1' / '0 litres')."""
+    result = Extractor(NoCallsEngine(tiny_fp32)).extract(gas, gas.question)
     assert result.path == "template" and result.values == gas.original_values
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG edge_runtime/template_match.py + extractor fast path: two slots separated only by whitespace are "
-        "split at the first whitespace even with r'\\s+', so a multi-word first value ('3 1/2 litres', "
-        "'a dozen litres') reads volume='3', volume_unit='1/2 litres' and the fast path declines; the split "
-        "is never retried at a later space where every slot would validate"
-    ),
-)
-def test_fast_path_with_a_multi_word_value_before_another_slot(gas):
-    question = gas.question.replace("a 10 litres", "a 3 1/2 litres")
-    result = Extractor(None).extract(gas, question)
-    assert result.path == "template" and result.values["volume"] == 3.5
+def test_fast_path_with_a_multi_word_value_before_a_choice_slot(gas):
+    for written, value in [("3 1/2", 3.5), ("a dozen", 12.0), ("1,200", 1200.0), ("twelve", 12.0)]:
+        question = gas.question.replace("a 10 litres", f"a {written} LITRES")
+        result = Extractor(None).extract(gas, question)
+        assert result.path == "template"
+        assert (result.values["volume"], result.values["volume_unit"]) == (value, "litres")
+        assert result.spans["volume"] == written
 
 
 # ---- the real target model (slow) ------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_real_smollm2_artefact(gas):
+@pytest.fixture(scope="module")
+def smollm2():
+    """The real artefact (built once into build/target-models, ~2.5 min the first time) and its load time."""
     from builder.target_model import build_target_model
 
-    messages: list[str] = []
-    artefact = build_target_model(cache_dir=REPO / "build" / "target-models", progress=messages.append)
+    artefact = build_target_model(cache_dir=REPO / "build" / "target-models", progress=lambda _m: None)
     started = time.perf_counter()
     engine = LMEngine(artefact)
-    load_seconds = time.perf_counter() - started
+    return engine, time.perf_counter() - started
+
+
+@pytest.mark.slow
+def test_real_smollm2_artefact(smollm2, gas):
+    engine, load_seconds = smollm2
+    assert engine.manifest["recipe"] == "int8" and engine.manifest["vocab_size"] == 49152
     assert load_seconds < 10, f"the SmolLM2 artefact took {load_seconds:.2f}s to load"
 
     prompt = chatml("What is the capital of France?")
@@ -543,8 +553,8 @@ def test_real_smollm2_artefact(gas):
     answer = engine.decode(engine.greedy(engine.encode(prompt), max_new_tokens=24, stop_ids=stop))
     assert "Paris" in answer, answer
 
-    drafted = Extractor(engine, use_fast_path=False, use_draft=True).extract(gas, gas.question)
-    plain = Extractor(engine, use_fast_path=False, use_draft=False).extract(gas, gas.question)
+    drafted = Extractor(engine, use_fast_path=False, use_draft=True).extract(gas, gas.question)  # default "miss"
+    plain = Extractor(engine, use_fast_path=False, use_draft=False, on_disagreement="decode").extract(gas, gas.question)
     assert drafted.values == plain.values == gas.original_values
     assert drafted.spans == plain.spans
     assert (drafted.path, plain.path) == ("lm-draft", "lm")
@@ -554,3 +564,13 @@ def test_real_smollm2_artefact(gas):
         f"load {load_seconds:.2f}s)"
     )
     assert plain.forward_passes > 1
+
+
+@pytest.mark.slow
+def test_real_smollm2_out_of_domain_question(smollm2, gas):
+    engine, _ = smollm2
+    question = gas.question.replace("of 2 mol", "of -5 mol")
+    with pytest.raises(ExtractionError) as info:
+        served = Extractor(engine).extract(gas, question)
+        pytest.fail(f"served {served.values} via {served.path}")
+    assert info.value.reason == "validation_failed"

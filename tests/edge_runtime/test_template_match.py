@@ -106,17 +106,22 @@ def test_pattern_is_cached():
     assert template_pattern(SHIP) is template_pattern(SHIP)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG edge_runtime/template_match.py template_pattern: a whitespace-only literal between two slots "
-        "('{volume} {volume_unit}') compiles to r'\\s*' instead of r'\\s+', so the lazy first slot stops inside a "
-        "word: the ideal-gas entry's own question '... a 10 litres container?' reads volume='1', "
-        "volume_unit='0 litres' (and '{a} {b}' on '12 34' gives a='1', b='2 34')"
-    ),
-)
-def test_slots_separated_by_a_space_split_at_the_space():
+def test_slots_separated_by_a_space_split_at_a_space():
+    r"""A whitespace-only literal between two slots needs at least one space (it was r'\s*' before 6a4ba52,
+    which read the ideal-gas question's '10 litres' as volume '1', unit '0 litres')."""
     assert match_template("{a} {b}", "12 34") == {"a": "12", "b": "34"}
+    assert match_template("{a} {b}", "1234") is None
     found = match_template(GAS, "What is the pressure, in kPa, of 2 mol of an ideal gas at 25 degrees celsius "
                                 "held in a 10 litres container?")
     assert found is not None and (found["volume"], found["volume_unit"]) == ("10", "litres")
+
+
+def test_choices_anchor_the_split_between_adjacent_slots():
+    units = {"volume_unit": ("litres", "millilitres", "cubic metres")}
+    question = "What is the pressure, in kPa, of 2 mol of an ideal gas at 25 degrees celsius held in a 3 1/2 cubic metres container?"
+    assert match_template(GAS, question)["volume"] == "3"  # without choices the first slot is the shortest
+    found = match_template(GAS, question, units)
+    assert (found["volume"], found["volume_unit"]) == ("3 1/2", "cubic metres")
+    assert match_template(GAS, question.replace("cubic metres", "Cubic  METRES"), units)["volume_unit"] == "Cubic METRES"
+    assert match_template(GAS, question.replace("cubic metres", "gallons"), units) is None
+    assert match_template("{n} {unit}", "5 litres", units | {"unit": ("litres",)}) == {"n": "5", "unit": "litres"}

@@ -1,0 +1,208 @@
+"""The edge server measured over gRPC: hit latency per path, throughput by concurrency, cold start, memory.
+
+Builds (or reuses) the example bundle with the SmolLM2-135M int8 target model, starts
+`arc-edge serve` as a separate process on 127.0.0.1, and drives it with real gRPC clients.
+
+    .venv/bin/python benchmarks/serve.py [--requests N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import grpc  # noqa: E402
+
+from builder.bundle_build import sample_values  # noqa: E402
+from builder.pipeline import default_key, make_bundle, target_model_dir  # noqa: E402
+from edge_runtime.bundle import read_bundle  # noqa: E402
+from edge_runtime.client import EdgeClient  # noqa: E402
+from edge_runtime.metadata import format_value  # noqa: E402
+from edge_runtime.proto import edge_pb2 as pb  # noqa: E402
+from extraction import PARAPHRASES  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_server(data_dir: Path, key_pub: Path, bundle: Path | None, model: Path | None, port: int) -> subprocess.Popen:
+    cmd = [str(REPO / ".venv" / "bin" / "arc-edge"), "serve", "--data-dir", str(data_dir), "--trust", str(key_pub), "--port", str(port)]
+    if bundle:
+        cmd += ["--bundle", str(bundle)]
+    if model:
+        cmd += ["--model", str(model)]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def wait_for_hit(address: str, question: str, deadline_s: float = 120) -> float:
+    start = time.perf_counter()
+    with EdgeClient(address, timeout_s=10) as client:
+        while time.perf_counter() - start < deadline_s:
+            try:
+                if client.invoke(question).outcome == pb.HIT:
+                    return time.perf_counter() - start
+            except grpc.RpcError:
+                time.sleep(0.02)
+    raise SystemExit("the server did not answer in time")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else float("nan")
+
+
+def questions(bundle_path: Path, public: bytes, n: int, seed: int = 3) -> tuple[list[str], list[str]]:
+    """Template questions (fast path) and paraphrases (model path) with fresh values."""
+    bundle = read_bundle(bundle_path, trusted_keys=[public])
+    rng = random.Random(seed)
+    fast, para = [], []
+    entries = sorted(bundle.entries.values(), key=lambda e: e.id)
+    for i in range(n):
+        entry = entries[i % len(entries)]
+        values = {k: format_value(v) for k, v in sample_values(entry, rng).items()}
+        fast.append(entry.template.format(**values))
+        para.append(rng.choice(PARAPHRASES[entry.id]).format(**values))
+    return fast, para
+
+
+def latencies(address: str, items: list[str]) -> tuple[list[float], dict[str, int]]:
+    out: list[float] = []
+    paths: dict[str, int] = {}
+    with EdgeClient(address, timeout_s=60) as client:
+        for question in items:
+            start = time.perf_counter()
+            reply = client.invoke(question)
+            ms = (time.perf_counter() - start) * 1000
+            key = reply.serving_path if reply.outcome == pb.HIT else "miss:" + pb.MissReason.Name(reply.miss_reason)
+            paths[key] = paths.get(key, 0) + 1
+            if reply.outcome == pb.HIT:
+                out.append(ms)
+    return out, paths
+
+
+def throughput(address: str, mixed: list[str], concurrency: int, seconds: float) -> tuple[float, int, int]:
+    done = [0]
+    failed = [0]
+    lock = threading.Lock()
+    stop = time.perf_counter() + seconds
+
+    def worker(offset: int) -> None:
+        with EdgeClient(address, timeout_s=60) as client:
+            i = offset
+            while time.perf_counter() < stop:
+                try:
+                    client.invoke(mixed[i % len(mixed)])
+                    with lock:
+                        done[0] += 1
+                except grpc.RpcError:
+                    with lock:
+                        failed[0] += 1
+                i += concurrency
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return done[0] / (time.perf_counter() - start), done[0], failed[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=60, help="questions per path for the latency figures")
+    parser.add_argument("--seconds", type=float, default=8.0, help="duration of each throughput run")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    key = default_key()
+    public_path = key.with_suffix(".pub")
+    public = bytes.fromhex(public_path.read_text().strip())
+    model = target_model_dir("default")
+    bundle = make_bundle(REPO / "bundles" / "examples", REPO / "build" / "bundles", name="examples", version="1", key=key, target_model=model)
+    fast_q, para_q = questions(bundle, public, args.requests)
+    figures: dict = {}
+    with tempfile.TemporaryDirectory(prefix="arc-serve-bench-") as tmp:
+        data_dir = Path(tmp)
+        port = free_port()
+        setup = start_server(data_dir, public_path, bundle, model, port)  # stages, imports the model, activates
+        wait_for_hit(f"127.0.0.1:{port}", fast_q[0], deadline_s=300)
+        setup.terminate()
+        setup.wait(30)
+        # Cold start: a fresh process on a device that already holds the bundle and the model.
+        port = free_port()
+        started = time.perf_counter()
+        proc = start_server(data_dir, public_path, None, None, port)
+        try:
+            wait_for_hit(f"127.0.0.1:{port}", fast_q[0])
+            figures["cold_start_s"] = round(time.perf_counter() - started, 3)
+            address = f"127.0.0.1:{port}"
+            latencies(address, para_q[:12])  # warm every entry's prompt prefix once
+            fast_ms, fast_paths = latencies(address, fast_q)
+            lm_ms, lm_paths = latencies(address, para_q)
+            lm_only = lm_ms
+            figures.update({
+                "fast_hit_p50_ms": round(statistics.median(fast_ms), 2) if fast_ms else None,
+                "fast_hit_p99_ms": round(percentile(fast_ms, 0.99), 2) if fast_ms else None,
+                "lm_hit_p50_ms": round(statistics.median(lm_only), 2) if lm_only else None,
+                "lm_hit_p99_ms": round(percentile(lm_only, 0.99), 2) if lm_only else None,
+                "outcomes_fast": fast_paths,
+                "outcomes_paraphrased": lm_paths,
+            })
+            mixed = [q for pair in zip(fast_q, para_q) for q in pair]
+            figures["throughput_rps"] = {}
+            failed = 0
+            for concurrency in (1, 4, 16, 32):
+                rps, _, bad = throughput(address, mixed, concurrency, args.seconds)
+                figures["throughput_rps"][str(concurrency)] = round(rps, 1)
+                failed += bad
+            figures["failed_requests"] = failed
+            figures["rss_mb"] = round(rss_mb(proc.pid), 1)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    figures["machine"] = f"{os.cpu_count()} cores"
+    if args.json:
+        print(json.dumps(figures))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="arc-edge over gRPC (127.0.0.1), SmolLM2-135M int8, example bundle")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for key_name in ("fast_hit_p50_ms", "fast_hit_p99_ms", "lm_hit_p50_ms", "lm_hit_p99_ms", "cold_start_s", "rss_mb", "failed_requests"):
+        table.add_row(key_name, str(figures[key_name]))
+    for concurrency, rps in figures["throughput_rps"].items():
+        table.add_row(f"throughput @ {concurrency} (mixed)", f"{rps} req/s")
+    Console().print(table)
+    Console().print(f"fast-path outcomes {figures['outcomes_fast']}; paraphrased {figures['outcomes_paraphrased']}")
+
+
+if __name__ == "__main__":
+    main()

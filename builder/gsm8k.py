@@ -1,0 +1,314 @@
+"""GSM8K and GSM-Hard (PAL) data: loading, the question join, gold answers, numbers in question text.
+
+Nothing here executes a program; :mod:`builder.pot_importer` does that. The data files stay in
+``/work/shared/data`` (see its README): this module only reads them.
+
+- :func:`normalise_question` is the join key: lowercase, punctuation stripped, whitespace collapsed.
+- :class:`ReferenceIndex` joins a transcript's question to a reference row (exact on the key; a
+  conservative fuzzy fallback for the few docstrings that differ by a word).
+- :func:`scan_numbers` finds every number a question states (digits, cardinal words, and the
+  "structural" words such as *half*, *twice* or *dozen* that name a number but cannot be re-rendered
+  as digits in the sentence), with character spans so a template can replace exactly one of them.
+- :func:`replaced_numbers` diffs a GSM-Hard question against its original and says which original
+  mention each large number replaced.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+DEFAULT_DATA = Path("/work/shared/data")
+GSM8K_TEST = DEFAULT_DATA / "gsm8k" / "gsm8k_test.jsonl"
+PAL_GSMHARD = DEFAULT_DATA / "gsm8k" / "pal_gsmhard_v2.jsonl"
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading and joining
+# ---------------------------------------------------------------------------------------------
+def normalise_question(text: str) -> str:
+    """Join key: lowercase, every Unicode punctuation character removed, whitespace collapsed."""
+    stripped = "".join(" " if unicodedata.category(ch).startswith("P") else ch for ch in text.lower())
+    return " ".join(stripped.split())
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def gold_answer(answer: Any) -> int | float | None:
+    """The number after ``####`` in a GSM8K worked answer (commas removed); plain numbers pass through."""
+    if isinstance(answer, bool):
+        return None
+    if isinstance(answer, (int, float)):
+        return answer
+    text = str(answer)
+    if "####" in text:
+        text = text.rsplit("####", 1)[1]
+    text = text.strip().replace(",", "").replace("$", "").strip()
+    match = re.fullmatch(r"[-+]?(\d+(\.\d*)?|\.\d+)", text)
+    if match is None:
+        return None
+    value = float(text)
+    return int(value) if value.is_integer() and "." not in text else value
+
+
+@dataclass(frozen=True)
+class ReferenceRow:
+    """One reference question: its row in the reference file, its text and its gold answer."""
+
+    index: int
+    question: str
+    gold: int | float | None
+
+
+@dataclass
+class ReferenceIndex:
+    """Reference rows by normalised question, with a conservative fuzzy fallback."""
+
+    rows: list[ReferenceRow]
+    fuzzy_cutoff: float = 0.93
+    _by_key: dict[str, ReferenceRow] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for row in self.rows:
+            self._by_key.setdefault(normalise_question(row.question), row)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ReferenceIndex":
+        rows = []
+        for i, record in enumerate(read_jsonl(path)):
+            question = record.get("question") or record.get("input") or ""
+            rows.append(ReferenceRow(i, question, gold_answer(record.get("answer", record.get("target")))))
+        return cls(rows)
+
+    def exact(self, question: str) -> ReferenceRow | None:
+        return self._by_key.get(normalise_question(question)) if question.strip() else None
+
+    def fuzzy(self, text: str, exclude: set[int] = frozenset()) -> ReferenceRow | None:  # type: ignore[assignment]
+        """The single reference row whose normalised text is within ``fuzzy_cutoff`` of ``text``
+        (numbers masked, so a GSM-Hard question can find its original); None when unsure."""
+        if not text.strip():
+            return None
+        masked = _mask_numbers(normalise_question(text))
+        scored = []
+        for row in self.rows:
+            if row.index in exclude:
+                continue
+            other = _mask_numbers(normalise_question(row.question))
+            matcher = difflib.SequenceMatcher(None, masked, other, autojunk=False)
+            if matcher.real_quick_ratio() < self.fuzzy_cutoff or matcher.quick_ratio() < self.fuzzy_cutoff:
+                continue
+            scored.append((matcher.ratio(), row))
+        scored.sort(key=lambda item: -item[0])
+        if not scored or scored[0][0] < self.fuzzy_cutoff:
+            return None
+        if len(scored) > 1 and scored[1][0] > scored[0][0] - 0.02:
+            return None  # two candidates: refuse rather than guess
+        return scored[0][1]
+
+
+def _mask_numbers(text: str) -> str:
+    return re.sub(r"\d+", "#", text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers in question text
+# ---------------------------------------------------------------------------------------------
+ONES = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen".split())}
+TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
+SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6}
+
+#: Words that name a number but cannot be rendered back as digits in their sentence ("half that
+#: much", "twice as long", "a dozen eggs"): a program literal with one of these values comes from the
+#: question, yet it stays a constant of the entry.
+STRUCTURAL_WORDS: dict[str, tuple[float, ...]] = {
+    "half": (2, 0.5), "halves": (2, 0.5), "halved": (2, 0.5), "twice": (2,), "double": (2,), "doubled": (2,),
+    "doubles": (2,), "triple": (3,), "tripled": (3,), "triples": (3,), "thrice": (3,), "quadruple": (4,),
+    "once": (1,), "dozen": (12,), "dozens": (12,), "pair": (2,), "pairs": (2,), "couple": (2,),
+    "third": (3, 1 / 3), "thirds": (3, 1 / 3), "quarter": (4, 0.25), "quarters": (4, 0.25),
+    "fourth": (4, 0.25), "fourths": (4, 0.25), "fifth": (5, 0.2), "fifths": (5, 0.2), "sixth": (6, 1 / 6),
+    "sixths": (6, 1 / 6), "seventh": (7, 1 / 7), "eighth": (8, 0.125), "eighths": (8, 0.125),
+    "ninth": (9, 1 / 9), "tenth": (10, 0.1), "tenths": (10, 0.1), "hundredth": (100, 0.01),
+    "weekly": (7,), "daily": (1,), "hourly": (60,), "monthly": (12,), "annual": (12,), "yearly": (12,),
+    "percent": (100,), "percentage": (100,),
+}
+#: Structural words that only state a number when nothing else explains them; "weekly" etc. are
+#: matched last and only to literals that are not already explained by a mention with digits.
+_WEAK_STRUCTURAL = {"weekly", "daily", "hourly", "monthly", "annual", "yearly", "percent", "percentage"}
+
+_DIGITS = re.compile(
+    r"(?<![\w.])(?P<num>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?!\.?\d)(?P<ord>st|nd|rd|th)?"
+)
+_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
+_PERCENT_AFTER = re.compile(r"\s*(%|percent\b|per\s*cent\b)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Mention:
+    """One number stated in a question: where, as written, its value and how it may be used."""
+
+    index: int  # position among the question's mentions, in text order
+    start: int
+    end: int
+    text: str
+    value: float | int  # the number as a person reads it ("25%" -> 25, "three" -> 3, "half" -> 0.5)
+    kind: str  # "digits" | "word" (a cardinal that may be re-rendered as digits) | "structural"
+    percent: bool = False
+    money: bool = False
+    alternatives: tuple[float, ...] = ()  # other values a program may write for it ("half" -> 2)
+
+    @property
+    def parameterisable(self) -> bool:
+        return self.kind in ("digits", "word")
+
+    def literal_values(self) -> list[tuple[float, float]]:
+        """(literal value, scale) pairs a program may use for this mention: value = scale * mention."""
+        pairs = [(float(self.value), 1.0)]
+        if self.percent:
+            pairs.append((float(self.value) / 100, 0.01))
+        pairs += [(float(v), 1.0) for v in self.alternatives]
+        return pairs
+
+
+def _word_value(word: str) -> int | None:
+    """Value of a cardinal word or hyphenated compound ("seven", "twenty-five"), else None."""
+    low = word.lower()
+    if low in ONES:
+        return ONES[low]
+    if low in TENS:
+        return TENS[low]
+    parts = low.split("-")
+    if len(parts) == 2 and parts[0] in TENS and parts[1] in ONES and 0 < ONES[parts[1]] < 10:
+        return TENS[parts[0]] + ONES[parts[1]]
+    return None
+
+
+def scan_numbers(text: str) -> list[Mention]:
+    """Every number stated in ``text``, in order (digits, cardinal words, structural number words)."""
+    found: list[tuple[int, int, str, float, str, tuple[float, ...]]] = []
+    for m in _DIGITS.finditer(text):
+        if m["ord"]:
+            continue  # "1st", "3rd": an ordinal, not a quantity
+        raw = m["num"]
+        number = float(raw.replace(",", ""))
+        value: float | int = int(number) if "." not in raw and number.is_integer() else number
+        found.append((m.start("num"), m.end("num"), raw, value, "digits", ()))
+    for m in _WORD.finditer(text):
+        word = m.group(0)
+        low = word.lower()
+        parts = low.split("-")
+        # "one-third", "two-thirds": a fraction word, structural as a whole
+        if len(parts) == 2 and parts[1] in STRUCTURAL_WORDS and _word_value(parts[0]) is not None:
+            denominator_values = STRUCTURAL_WORDS[parts[1]]
+            numerator = _word_value(parts[0]) or 0
+            fraction = numerator * denominator_values[-1] if len(denominator_values) > 1 else numerator
+            found.append((m.start(), m.end(), word, fraction, "structural",
+                          (float(numerator), *(float(v) for v in denominator_values))))
+            continue
+        value = _word_value(word)
+        if value is not None:
+            end = m.end()
+            scale = re.match(r"\s+(hundred|thousand|million)\b", text[end:], re.IGNORECASE)
+            if scale:
+                value *= SCALES[scale.group(1).lower()]
+                end += scale.end()
+            found.append((m.start(), end, text[m.start():end], value, "word", ()))
+            continue
+        if low in STRUCTURAL_WORDS:
+            values = STRUCTURAL_WORDS[low]
+            found.append((m.start(), m.end(), word, values[-1], "structural", tuple(float(v) for v in values)))
+    found.sort(key=lambda item: item[0])
+    mentions: list[Mention] = []
+    last_end = -1
+    for start, end, raw, value, kind, alternatives in found:
+        if start < last_end:
+            continue  # "two hundred" consumed "hundred"
+        after = text[end:end + 12]
+        percent = kind != "structural" and bool(_PERCENT_AFTER.match(after))
+        money = text[max(0, start - 1):start] == "$"
+        mentions.append(Mention(len(mentions), start, end, raw, value, kind, percent, money, alternatives))
+        last_end = end
+    return mentions
+
+
+def context_words(text: str, mention: Mention, before: int = 3, after: int = 3) -> str:
+    """A few words around a mention, within its sentence: "ducks lay 16 eggs per day"."""
+    left = re.split(r"[.?!;:](?:\s|$)", text[:mention.start])[-1]
+    right = re.split(r"[.?!;:](?:\s|$)", text[mention.end:])[0]
+    lm = re.search(r"(?:\S+\s+){0,%d}\S*$" % before, left)
+    rm = re.match(r"\S*(?:\s+\S+){0,%d}" % after, right)
+    snippet = (lm.group(0) if lm else "") + mention.text + (rm.group(0) if rm else "")
+    return " ".join(snippet.split()).strip(" ,;\"'")
+
+
+def words_after(text: str, mention: Mention, count: int = 2) -> list[str]:
+    """Lowercase words following a mention in the same clause (for naming a parameter)."""
+    right = re.split(r"[.?!;,:]", text[mention.end:])[0]
+    return re.findall(r"[a-z]+", right.lower())[:count]
+
+
+# ---------------------------------------------------------------------------------------------
+# GSM-Hard: which original mention did each large number replace?
+# ---------------------------------------------------------------------------------------------
+_TOKEN = re.compile(r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+|[A-Za-z]+(?:-[A-Za-z]+)*|\S")
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """A number of the variant question that stands where the original stated ``mention``."""
+
+    variant_value: float
+    mention: Mention
+
+
+def replaced_numbers(variant: str, original: str, mentions: list[Mention] | None = None) -> list[Replacement]:
+    """Numbers of ``variant`` that replaced a stated number of ``original`` (word-level diff)."""
+    mentions = scan_numbers(original) if mentions is None else mentions
+    if variant.strip() == original.strip():
+        return []
+    a = [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(variant)]
+    b = [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(original)]
+    matcher = difflib.SequenceMatcher(None, [t for t, _, _ in a], [t.lower() if t.isalpha() else t for t, _, _ in b],
+                                      autojunk=False)
+    # compare case-insensitively on words
+    matcher.set_seq1([t.lower() if t.isalpha() else t for t, _, _ in a])
+    out: list[Replacement] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "replace":
+            continue
+        numbers = [float(t.replace(",", "")) for t, _, _ in a[i1:i2] if re.fullmatch(r"[\d,]*\.?\d+", t)]
+        if not numbers:
+            continue
+        span_start, span_end = b[j1][1], b[j2 - 1][2]
+        inside = [m for m in mentions if m.start < span_end and m.end > span_start]
+        for number, mention in zip(numbers, inside):
+            out.append(Replacement(number, mention))
+    return out
+
+
+def is_close(a: Any, b: Any, rel: float = 1e-6) -> bool:
+    """Numeric equality with a relative tolerance (answers that are floats close to integers count)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return False
+    try:
+        fa, fb = float(a), float(b)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    if not (math.isfinite(fa) and math.isfinite(fb)):
+        return False
+    return abs(fa - fb) <= rel * max(1.0, abs(fa), abs(fb))
+
+
+def iter_pot_rows(path: str | Path) -> Iterable[dict[str, Any]]:
+    """Rows of a PoT transcript file (``code`` plus optional ``input``/``question``/``target``)."""
+    return read_jsonl(path)

@@ -1,0 +1,1586 @@
+"""Program-of-Thought transcripts → verified cache entries, offline (MiniCache's construction, no LLM).
+
+A transcript is a question plus a Python program that answers it (``def solution():`` whose
+docstring is the question, whose literals are the question's numbers, and which returns the
+answer). For each transcript this module
+
+1. joins it to a reference question with a gold answer (``no_match_in_gsm8k``);
+2. parses and safety-checks the program (``unparsable_program``, ``unsafe_program``); a GSM-Hard
+   program's replaced literal is mapped back to the original question's number by diffing the
+   GSM-Hard question against the original;
+3. runs the program on the original numbers and compares with the gold answer
+   (``wrong_on_original``, ``runtime_error``);
+4. decides which literals are parameters: a literal whose value (or a number-word / percent form of
+   it) is stated in the question is a parameter, mapped to exactly one mention of the question; unit
+   constants (60 minutes, 100 percent, 7 days...) that the question does not state stay constants
+   (``no_parameters`` when nothing is left);
+5. writes one entry source in the project's format: a root ``@semantic_function`` whose body is the
+   program with ``load()`` bindings for the parameters, a ``narrate()`` after every step and
+   ``return {"answer": ...}``, plus an ``entry_point`` whose template is the original question with
+   each parameter's mention replaced by its slot;
+6. validates the entry with exactly the device's code: registers and compiles it, matches the
+   original question through the template fast path (``template_mismatch``), runs the compiled entry
+   and compares with gold (``wrong_on_original``), then N round trips — other values rendered into
+   the template, extracted by the fast path, run compiled, compared with the original program run
+   on the same values (``round_trip_failed`` below pass rate alpha).
+
+Each transcript is a MiniCache group of one (:mod:`builder.pot_groups`); a failed round trip is
+retried with the offending parameters kept constant.
+
+Entries' ``question``: ``Registry.check_entry`` requires ``template.format(originals)`` to equal the
+question (whitespace- and case-normalised), and values render as digits. So where a parameter is
+written differently in the original question ("three", "80,000", "2.50"), the entry's ``question``
+is the original with those mentions written as digits; the verbatim original is kept in the module
+docstring and in ``index.json``, and the template fast path still matches the verbatim original.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import itertools
+import json
+import keyword
+import math
+import os
+import random
+import re
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from builder.gsm8k import (
+    Mention,
+    ReferenceIndex,
+    context_words,
+    is_close,
+    read_jsonl,
+    replaced_numbers,
+    scan_numbers,
+    words_after,
+)
+from builder.pot_groups import GenerationFailed, GroupPolicy, PotGroup, Validation
+from edge_runtime.embedder import Embedder
+from edge_runtime.errors import ArcError, CompileError, DefinitionError, ExtractionError, UnsafeCodeError
+from edge_runtime.metadata import format_value
+from edge_runtime.sandbox import SAFE_BUILTINS
+from edge_runtime.validator import FORBIDDEN_MODULE_NAMES, FORBIDDEN_NAMES, validate_source
+
+REASONS: tuple[str, ...] = (
+    "no_match_in_gsm8k",
+    "unparsable_program",
+    "unsafe_program",
+    "no_parameters",
+    "template_mismatch",
+    "wrong_on_original",
+    "round_trip_failed",
+    "runtime_error",
+)
+"""The fixed vocabulary of rejection reasons."""
+
+#: Numbers that are usually unit conversions, not quantities of the question (60 minutes, 7 days...).
+UNIT_CONSTANTS = frozenset({7, 10, 12, 24, 30, 31, 52, 60, 100, 365, 1000, 3600, 0.01})
+#: Local names a generated entry needs for itself; a program variable with one of these names is renamed.
+_RESERVED = frozenset({
+    "ctx", "payload", "params", "load", "narrate", "do", "convert", "lm", "extract", "smart_convert",
+    "invoke_tool", "semantic_function", "entry_point", "Param", "int", "float", "print",
+}) | FORBIDDEN_NAMES | FORBIDDEN_MODULE_NAMES
+_STOP = frozenset("a an the of for to and or than that more less each per in on at by with from is are was were "
+                  "his her their its it he she they we you this these those as".split())
+_SYNONYMS = {
+    "daily": "day", "days": "day", "weekly": "week", "weeks": "week", "monthly": "month", "months": "month",
+    "yearly": "year", "years": "year", "annual": "year", "hourly": "hour", "hours": "hour", "hr": "hour",
+    "minutes": "minute", "mins": "minute", "min": "minute", "percentage": "percent", "pct": "percent",
+    "cents": "cent", "dollars": "dollar", "price": "cost", "costs": "cost", "dozens": "dozen",
+}
+
+
+class Rejected(Exception):
+    """A transcript that does not become an entry, with a reason from :data:`REASONS`."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        assert reason in REASONS, reason
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+# ---------------------------------------------------------------------------------------------
+# Transcripts
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Transcript:
+    """One PoT transcript joined to its reference question."""
+
+    row: int  # line of the transcript file
+    code: str
+    question: str  # the reference (original) question: the template is built from it
+    gold: Any
+    ref_index: int  # row of the reference file: the entry id is derived from it
+    docstring: str = ""
+    variant: str = ""  # GSM-Hard question (one number replaced), when the file has one
+    join: str = "exact"
+    id_prefix: str = "gsm8k"
+
+    @property
+    def entry_id(self) -> str:
+        return f"{self.id_prefix}-{self.ref_index:04d}"
+
+
+def program_docstring(code: str) -> str:
+    """The docstring of ``solution()`` (empty if the code does not parse or has none)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return ""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "solution":
+            return ast.get_docstring(node, clean=False) or ""
+    return ""
+
+
+def join_transcripts(
+    rows: Sequence[dict[str, Any]], reference: ReferenceIndex, id_prefix: str = "gsm8k"
+) -> list[Transcript | Rejected]:
+    """Join every row to a reference question: exact on the normalised docstring (or the row's
+    ``question``), then a conservative fuzzy fallback for rows still unmatched. One reference row is
+    used by at most one transcript (later duplicates are ``no_match_in_gsm8k``)."""
+    out: list[Transcript | Rejected | None] = [None] * len(rows)
+    used: set[int] = set()
+    pending: list[int] = []
+    docs = []
+    for i, row in enumerate(rows):
+        code = str(row.get("code", ""))
+        doc = program_docstring(code)
+        docs.append(doc)
+        text = doc or str(row.get("question", ""))
+        ref = reference.exact(text)
+        if ref is not None and ref.index not in used:
+            used.add(ref.index)
+            out[i] = _transcript(i, row, code, doc, ref, "exact", id_prefix)
+        else:
+            pending.append(i)
+    for i in pending:
+        row = rows[i]
+        text = docs[i] or str(row.get("question", "")) or str(row.get("input", ""))
+        ref = reference.fuzzy(text, used) or (reference.fuzzy(str(row.get("input", "")), used) if row.get("input") else None)
+        if ref is not None and ref.index not in used:
+            used.add(ref.index)
+            out[i] = _transcript(i, row, str(row.get("code", "")), docs[i], ref, "fuzzy", id_prefix)
+        else:
+            out[i] = Rejected("no_match_in_gsm8k", f"row {i}: no reference question matches {text[:60]!r}")
+    return [o for o in out if o is not None]
+
+
+def _transcript(i: int, row: dict, code: str, doc: str, ref: Any, join: str, id_prefix: str) -> Transcript:
+    return Transcript(
+        row=i, code=code, question=ref.question, gold=ref.gold, ref_index=ref.index, docstring=doc,
+        variant=str(row.get("input", "") or ""), join=join, id_prefix=id_prefix,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Running untrusted programs
+# ---------------------------------------------------------------------------------------------
+class RunTimeout(BaseException):
+    """A program ran past its time budget (a BaseException, so entry code cannot swallow it as Exception)."""
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Interrupt the block after ``seconds`` (SIGALRM; a no-op outside the main thread)."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise RunTimeout(f"ran longer than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@dataclass
+class Literal:
+    """A numeric literal of the program."""
+
+    id: int
+    node: ast.Constant
+    value: int | float
+    order: int  # source order
+    direct: str | None  # the variable when the statement is ``var = <literal>`` (or a tuple element of one)
+    target: str | None  # the variable the enclosing statement assigns
+    names: tuple[str, ...]  # identifiers of the enclosing statement (for name similarity)
+    top_level: bool  # the enclosing statement is directly in the function body
+    in_loop: bool
+    excluded: str | None = None  # why it can never be a parameter (round ndigits, an index...)
+
+
+class PalProgram:
+    """A parsed, safety-checked ``solution()`` program that can be re-run with other literal values.
+
+    The tree is validated once (:func:`edge_runtime.validator.validate_source`); literal values do
+    not change what the validator checks, so re-runs compile the same tree with other constants and
+    execute it with the sandbox's reduced builtins under a time budget.
+    """
+
+    def __init__(self, code: str, *, timeout: float = 2.0) -> None:
+        self.timeout = timeout
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError, RecursionError) as exc:
+            raise Rejected("unparsable_program", f"{type(exc).__name__}: {exc}") from exc
+        functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "solution"]
+        if not functions:
+            raise Rejected("unparsable_program", "no top-level def solution()")
+        func = functions[0]
+        if func.args.args or func.args.posonlyargs or func.args.kwonlyargs or func.args.vararg or func.args.kwarg:
+            raise Rejected("unparsable_program", "solution() takes arguments")
+        others = [n for n in tree.body if n is not func]
+        for node in others:
+            if isinstance(node, ast.FunctionDef):
+                raise Rejected("unsafe_program", f"helper function {node.name!r} outside solution() is not supported")
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+                    continue
+                raise Rejected("unsafe_program", f"module-level {type(node).__name__} statement")
+        if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in ast.walk(func) if n is not func):
+            raise Rejected("unsafe_program", "nested function or class definitions are not supported in an entry body")
+        _strip_prints(func)
+        self.renamed = _rename_reserved(func)
+        if func.body and _is_docstring(func.body[0]):
+            self.docstring_node: ast.stmt | None = func.body[0]
+        else:
+            self.docstring_node = None
+        self.imports = [n for n in others if isinstance(n, (ast.Import, ast.ImportFrom))]
+        self.tree = ast.Module(body=[*self.imports, func], type_ignores=[])
+        ast.fix_missing_locations(self.tree)
+        try:
+            validate_source(ast.unparse(self.tree), "<pal program>")
+        except UnsafeCodeError as exc:
+            raise Rejected("unsafe_program", str(exc)) from exc
+        except (ValueError, RecursionError) as exc:
+            raise Rejected("unparsable_program", str(exc)) from exc
+        self.func = func
+        self.literals = _collect_literals(func)
+        self._defaults = {lit.id: lit.node.value for lit in self.literals}
+
+    def set_defaults(self, values: dict[int, Any]) -> None:
+        """Make ``values`` the literal values of every later run (GSM-Hard → original numbers)."""
+        for lid, value in values.items():
+            self._defaults[lid] = value
+            self.literal(lid).node.value = value
+            self.literal(lid).value = value
+
+    def literal(self, lid: int) -> Literal:
+        return self.literals[lid]
+
+    def run(self, values: dict[int, Any] | None = None, timeout: float | None = None) -> Any:
+        """Run ``solution()`` with some literals replaced; raises what the program raises."""
+        values = values or {}
+        try:
+            for lid, value in values.items():
+                self.literals[lid].node.value = value
+            code = compile(self.tree, "<pal program>", "exec")
+        finally:
+            for lid in values:
+                self.literals[lid].node.value = self._defaults[lid]
+        namespace: dict[str, Any] = {"__builtins__": dict(SAFE_BUILTINS), "__name__": "pal_program"}
+        with deadline(self.timeout if timeout is None else timeout):
+            exec(code, namespace)  # noqa: S102 - validated AST, reduced builtins, time budget
+            return namespace["solution"]()
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def _strip_prints(func: ast.FunctionDef) -> None:
+    """Remove ``print(...)`` statements (no output channel in an entry); empty blocks get ``pass``."""
+    for node in ast.walk(func):
+        for attr in ("body", "orelse", "finalbody"):
+            block = getattr(node, attr, None)
+            if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
+                continue
+            kept = [
+                s for s in block
+                if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+                        and isinstance(s.value.func, ast.Name) and s.value.func.id == "print")
+            ]
+            if len(kept) != len(block):
+                setattr(node, attr, kept or [ast.Pass()])
+
+
+def _rename_reserved(func: ast.FunctionDef) -> dict[str, str]:
+    """Rename local variables whose names an entry reserves or the validator forbids (``input = 5``)."""
+    stored = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    stored |= {a.arg for n in ast.walk(func) if isinstance(n, ast.arguments) for a in n.args}
+    taken = {n.id for n in ast.walk(func) if isinstance(n, ast.Name)}
+    renames: dict[str, str] = {}
+    for name in sorted(stored):
+        if name in _RESERVED or keyword.iskeyword(name) or (name.startswith("__") and name.endswith("__")):
+            new = name.strip("_") + "_value"
+            while new in taken:
+                new += "_"
+            renames[name] = new
+            taken.add(new)
+    if renames:
+        for node in ast.walk(func):
+            if isinstance(node, ast.Name) and node.id in renames:
+                node.id = renames[node.id]
+            elif isinstance(node, ast.arg) and node.arg in renames:
+                node.arg = renames[node.arg]
+    return renames
+
+
+def _collect_literals(func: ast.FunctionDef) -> list[Literal]:
+    literals: list[Literal] = []
+    body = [s for s in func.body if not _is_docstring(s)]
+
+    def visit_stmt(stmt: ast.stmt, top: bool, in_loop: bool) -> None:
+        target = _assigned_name(stmt)
+        names = tuple(sorted({n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}))
+        direct: dict[int, str] = {}
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if len(targets) == 1:
+                t, v = targets[0], stmt.value
+                if isinstance(t, ast.Name) and _numeric_node(v) is not None:
+                    direct[id(_numeric_node(v))] = t.id
+                elif isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts):
+                    for te, ve in zip(t.elts, v.elts):
+                        if isinstance(te, ast.Name) and _numeric_node(ve) is not None:
+                            direct[id(_numeric_node(ve))] = te.id
+        excluded = _excluded_constants(stmt)
+        own_exprs = _own_expressions(stmt)
+        for expr in own_exprs:
+            for node in ast.walk(expr):
+                if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+                    literals.append(Literal(
+                        id=len(literals), node=node, value=node.value, order=len(literals),
+                        direct=direct.get(id(node)), target=target, names=names, top_level=top, in_loop=in_loop,
+                        excluded=excluded.get(id(node)),
+                    ))
+        for attr in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(stmt, attr, None)
+            if isinstance(block, list):
+                loop = in_loop or isinstance(stmt, (ast.For, ast.While))
+                for child in block:
+                    if isinstance(child, ast.ExceptHandler):
+                        for s in child.body:
+                            visit_stmt(s, False, loop)
+                    elif isinstance(child, ast.stmt):
+                        visit_stmt(child, False, loop)
+
+    for stmt in body:
+        visit_stmt(stmt, True, False)
+    return literals
+
+
+def _own_expressions(stmt: ast.stmt) -> list[ast.AST]:
+    """The expressions of a statement itself (not of the statements nested in its blocks)."""
+    out: list[ast.AST] = []
+    for name, value in ast.iter_fields(stmt):
+        if name in ("body", "orelse", "finalbody", "handlers"):
+            continue
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out += [v for v in value if isinstance(v, ast.AST)]
+    return out
+
+
+def _numeric_node(node: ast.expr) -> ast.Constant | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node
+    return None
+
+
+def _assigned_name(stmt: ast.stmt) -> str | None:
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and isinstance(stmt.target, ast.Name):
+        return stmt.target.id
+    if isinstance(stmt, ast.Return):
+        return "answer"
+    return None
+
+
+def _excluded_constants(stmt: ast.stmt) -> dict[int, str]:
+    """Literals that are never question quantities: round() digits, indices, negative-zero signs..."""
+    out: dict[int, str] = {}
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "round" and len(node.args) > 1:
+            for sub in ast.walk(node.args[1]):
+                out[id(sub)] = "round() precision"
+        elif isinstance(node, ast.Subscript):
+            for sub in ast.walk(node.slice):
+                out[id(sub)] = "an index"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("pow",):
+            pass
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Which literals are parameters
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class ParamPlan:
+    """A parameter: one literal of the program, one mention of the question."""
+
+    name: str
+    literal: int
+    mention: Mention
+    scale: float  # literal = scale * parameter value ("25%" with 0.25 in the code -> 0.01)
+    original: int | float  # the value as the question states it
+    type: type = int
+    description: str = ""
+    minimum: float | None = 0
+    exclusive_minimum: bool = False
+    maximum: float | None = None
+    examples: tuple[Any, ...] = ()
+
+    def literal_value(self, value: Any) -> Any:
+        """The program literal for a parameter value."""
+        if self.scale == 1.0:
+            return value
+        return value / 100 if self.scale == 0.01 else value * self.scale
+
+
+@dataclass
+class Plan:
+    """How one program becomes an entry: its parameters and what stays constant, and why."""
+
+    params: list[ParamPlan]
+    restored: dict[int, Any]  # literal id -> original value (GSM-Hard numbers mapped back)
+    constants: list[str]  # human-readable notes: "60 (unit constant, not in the question)"
+    unused_mentions: list[str]  # question numbers no literal maps to
+    frozen: list[str] = field(default_factory=list)  # parameters kept constant after a failed round trip
+
+
+def _tokens(text: str) -> set[str]:
+    words = re.findall(r"[a-z]+", text.lower().replace("_", " "))
+    out = set()
+    for w in words:
+        if w in _STOP or len(w) < 2:
+            continue
+        w = _SYNONYMS.get(w, w)
+        if len(w) > 3 and w.endswith("s"):
+            w = w[:-1]
+        out.add(w[:5])
+    return out
+
+
+def _similarity(literal: Literal, question: str, mention: Mention) -> float:
+    ctx = _tokens(context_words(question, mention, 3, 3))
+    own = _tokens(" ".join([literal.direct or "", literal.target or ""]))
+    others = _tokens(" ".join(literal.names))
+    return len(ctx & own) + 0.25 * len(ctx & others)
+
+
+def _value_matches(value: float, mention: Mention) -> float | None:
+    """The scale under which ``value`` is this mention's number, else None."""
+    for candidate, scale in mention.literal_values():
+        if candidate == value or (candidate and abs(candidate - value) <= 1e-9 * max(1.0, abs(candidate))):
+            return scale
+    return None
+
+
+def plan_parameters(
+    question: str, program: PalProgram, variant: str = "", docstring: str = "", frozen: Sequence[str] = ()
+) -> Plan:
+    """Map the program's literals to the question's mentions (GSM-Hard replacements first)."""
+    mentions = scan_numbers(question)
+    restored: dict[int, Any] = {}
+    assigned: dict[int, tuple[Mention, float]] = {}  # literal id -> (mention, scale)
+    # 1. GSM-Hard: a large number of the variant question stands for a mention of the original.
+    if variant and variant.strip() and variant.strip() != (docstring or question).strip():
+        replacements = replaced_numbers(variant, question, mentions)
+        for rep in replacements:
+            choices = []
+            for lit in program.literals:
+                if lit.id in assigned or lit.excluded:
+                    continue
+                for scale in (1.0, 0.01):
+                    target = rep.variant_value * scale
+                    if abs(float(lit.value) - target) <= 1e-9 * max(1.0, abs(target)):
+                        choices.append((-_similarity(lit, question, rep.mention), lit.order, lit, scale))
+                        break
+            if not choices:
+                continue
+            choices.sort(key=lambda c: (c[0], c[1]))
+            _, _, lit, scale = choices[0]
+            value: Any = rep.mention.value / 100 if scale == 0.01 else rep.mention.value
+            restored[lit.id] = float(value) if isinstance(lit.value, float) else value
+            assigned[lit.id] = (rep.mention, scale)
+        # the same large number left in another literal (fewer mentions found than uses): map it by value
+        by_value = {r.variant_value: r.mention for r in replacements}
+        for lit in program.literals:
+            mention = by_value.get(float(lit.value))
+            if lit.id not in restored and mention is not None:
+                restored[lit.id] = float(mention.value) if isinstance(lit.value, float) else mention.value
+    # 2. every other literal: exact value matches, best name similarity, then source order.
+    taken = {m.index for m, _ in assigned.values()}
+    pool = [lit for lit in program.literals if lit.id not in assigned and not lit.excluded]
+    pool.sort(key=lambda lit: (0 if lit.direct else 1, lit.order))
+    for lit in pool:
+        value = float(restored.get(lit.id, lit.value))
+        if value in (0.0, 1.0) and not lit.direct:
+            continue  # 0 and 1 inside expressions are arithmetic, not quantities
+        options = []
+        for mention in mentions:
+            if mention.index in taken:
+                continue
+            scale = _value_matches(value, mention)
+            if scale is None:
+                continue
+            sim = _similarity(lit, question, mention)
+            if (not lit.direct and value in UNIT_CONSTANTS and mention.kind == "digits" and sim == 0):
+                continue  # "/ 60" next to a question that says "60%": a unit constant, not that mention
+            weak = 1 if mention.kind == "structural" else 0
+            options.append((weak, -sim, mention.index, mention, scale))
+        if not options:
+            continue
+        options.sort(key=lambda o: o[:3])
+        _, _, _, mention, scale = options[0]
+        assigned[lit.id] = (mention, scale)
+        taken.add(mention.index)
+    # 3. parameters: assigned literals whose mention can be re-rendered as digits.
+    constants: list[str] = []
+    params: list[ParamPlan] = []
+    used_names = _all_names(program.func)
+    for lit in program.literals:
+        value = restored.get(lit.id, lit.value)
+        shown = format_value(value)
+        if lit.excluded:
+            constants.append(f"{shown} ({lit.excluded})")
+            continue
+        if lit.id not in assigned:
+            why = "unit constant, not stated in the question" if float(value) in UNIT_CONSTANTS else "not stated in the question"
+            constants.append(f"{shown} ({why})")
+            continue
+        mention, scale = assigned[lit.id]
+        if not mention.parameterisable:
+            constants.append(f"{shown} (the question's word {mention.text!r}: cannot be re-rendered as digits)")
+            continue
+        params.append(ParamPlan(name="", literal=lit.id, mention=mention, scale=scale, original=mention.value))
+    _name_params(params, program, question, used_names)
+    kept = [p for p in params if p.name not in frozen]
+    frozen_notes = [p.name for p in params if p.name in frozen]
+    for p in params:
+        if p.name in frozen:
+            constants.append(f"{format_value(p.original)} (kept constant after a failed round trip: {p.name})")
+    used_mentions = {p.mention.index for p in kept}
+    unused = [f"{m.text!r}" for m in mentions if m.kind in ("digits", "word") and m.index not in used_mentions
+              and m.index not in {mm.index for mm, _ in assigned.values()}]
+    return Plan(kept, restored, constants, unused, frozen_notes)
+
+
+def _all_names(func: ast.FunctionDef) -> set[str]:
+    return {n.id for n in ast.walk(func) if isinstance(n, ast.Name)} | {
+        a.arg for n in ast.walk(func) if isinstance(n, ast.arguments) for a in n.args
+    }
+
+
+def _sanitise(name: str) -> str:
+    name = re.sub(r"[^0-9a-zA-Z_]", "_", name).strip("_").lower()
+    name = re.sub(r"_+", "_", name)
+    if not name or name[0].isdigit():
+        name = "n_" + name
+    return name
+
+
+def _name_params(params: list[ParamPlan], program: PalProgram, question: str, used: set[str]) -> None:
+    """Names (the program's variable where the literal is assigned directly) and descriptions."""
+    bound_before = _first_bindings(program.func)
+    names: set[str] = set()
+    for p in params:
+        lit = program.literal(p.literal)
+        candidate = None
+        if lit.direct and lit.top_level and not lit.in_loop and bound_before.get(lit.direct) == id(lit.node):
+            candidate = lit.direct  # `eggs_per_day = 16`: the variable itself becomes the parameter
+        if candidate is None or candidate in names:
+            words = [w for w in words_after(question, p.mention, 4) if w.isalpha()]
+            while words and words[0] in _STOP:
+                words = words[1:]
+            base = "_".join(words[:3])
+            if p.mention.money:
+                base = "price_" + base if base else "price"
+            if p.mention.percent:
+                base = "percent_" + base if base else "percent"
+            if lit.direct:
+                base = f"{lit.direct}_given"
+            elif not base:
+                base = f"{lit.target or 'value'}_given"
+            candidate = _sanitise(base)
+            if candidate in _RESERVED or keyword.iskeyword(candidate):
+                candidate += "_value"
+            stem, k = candidate, 2
+            while candidate in names or candidate in used:
+                candidate = f"{stem}_{k}"
+                k += 1
+        names.add(candidate)
+        p.name = candidate
+    descriptions: set[str] = set()
+    for p in params:
+        words = p.name.replace("_", " ")
+        context = context_words(question, p.mention, 4, 4)
+        description = f"{words} ({context})"
+        if p.mention.percent:
+            description = f"{words}, in percent ({context})"
+        k = 2
+        while " ".join(description.lower().split()) in descriptions:
+            description = f"{words} ({context}) [{k}]"
+            k += 1
+        descriptions.add(" ".join(description.lower().split()))
+        p.description = description
+
+
+def _first_bindings(func: ast.FunctionDef) -> dict[str, int]:
+    """For each variable: id() of the literal node of its first binding when that binding is
+    ``var = <literal>`` and ``var`` is not read before it; other variables are absent."""
+    out: dict[str, int] = {}
+    seen: set[str] = set()
+    for stmt in func.body:
+        if _is_docstring(stmt):
+            continue
+        reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        stores = [n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            node = _numeric_node(stmt.value)
+            if node is not None and name not in seen:
+                out[name] = id(node)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple) \
+                and isinstance(stmt.value, ast.Tuple) and len(stmt.targets[0].elts) == len(stmt.value.elts):
+            for te, ve in zip(stmt.targets[0].elts, stmt.value.elts):
+                node = _numeric_node(ve)
+                if isinstance(te, ast.Name) and node is not None and te.id not in seen and te.id not in reads:
+                    out[te.id] = id(node)
+        seen |= reads | set(stores)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry source generation
+# ---------------------------------------------------------------------------------------------
+def _marker(name: str) -> str:
+    return f"\x01{name}\x02"
+
+
+def _fstring(parts: list[str | tuple[str]]) -> ast.JoinedStr:
+    """An f-string AST from literal text pieces and ("name",) placeholders."""
+    values: list[ast.expr] = []
+    for part in parts:
+        if isinstance(part, tuple):
+            values.append(ast.FormattedValue(ast.Name(part[0], ast.Load()), -1, None))
+        elif part:
+            if values and isinstance(values[-1], ast.Constant):
+                values[-1] = ast.Constant(values[-1].value + part)
+            else:
+                values.append(ast.Constant(part))
+    return ast.JoinedStr(values)
+
+
+def _clean_text(text: str) -> str:
+    # Narration text is for people; quotes and backslashes would only complicate the f-string.
+    return text.replace("\\", "/").replace("\n", " ").replace('"', "'")
+
+
+def _substituted(expr: ast.expr, local_names: set[str]) -> list[str | tuple[str]] | None:
+    """``expr`` as text with every local variable replaced by a placeholder, or None when unsafe
+    (names bound inside the expression, or branches that may not be evaluated)."""
+    if any(isinstance(n, (ast.Lambda, ast.comprehension, ast.IfExp, ast.BoolOp, ast.NamedExpr)) for n in ast.walk(expr)):
+        return None
+    marked = copy.deepcopy(expr)
+    count = 0
+    for node in ast.walk(marked):
+        if isinstance(node, ast.Name) and node.id in local_names and isinstance(node.ctx, ast.Load):
+            node.id = _marker(node.id)
+            count += 1
+    if count == 0:
+        return None
+    text = _clean_text(ast.unparse(marked))
+    parts: list[str | tuple[str]] = []
+    for i, piece in enumerate(re.split("\x01(\\w+)\x02", text)):
+        parts.append((piece,) if i % 2 else piece)
+    return parts
+
+
+def _narration(parts: list[str | tuple[str]]) -> ast.Expr:
+    call = ast.Call(ast.Name("narrate", ast.Load()), [ast.Name("ctx", ast.Load()), _fstring(parts)], [])
+    return ast.Expr(call)
+
+
+class _BodyWriter:
+    """Turns the program's statements into the entry body: parameters loaded, steps narrated."""
+
+    def __init__(self, program: PalProgram, plan: Plan) -> None:
+        self.program = program
+        self.plan = plan
+        self.by_literal = {p.literal: p for p in plan.params}
+        func_names = _all_names(program.func)
+        self.locals = {n.id for n in ast.walk(program.func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        self.locals |= {p.name for p in plan.params}
+        self.taken = func_names | {p.name for p in plan.params}
+        self.bound: set[str] = {p.name for p in plan.params}
+
+    def fresh(self, stem: str) -> str:
+        name, k = stem, 2
+        while name in self.taken:
+            name = f"{stem}_{k}"
+            k += 1
+        self.taken.add(name)
+        self.locals.add(name)
+        return name
+
+    def replace_literals(self, func: ast.FunctionDef) -> None:
+        ids = {id(self.program.literal(p.literal).node): p for p in self.plan.params}
+        restored = {id(self.program.literal(lid).node): v for lid, v in self.plan.restored.items()}
+
+        class Replace(ast.NodeTransformer):
+            def visit_Constant(self, node: ast.Constant) -> ast.AST:
+                p = ids.get(id(node))
+                if p is None:
+                    if id(node) in restored:
+                        return ast.copy_location(ast.Constant(restored[id(node)]), node)
+                    return node
+                name = ast.Name(p.name, ast.Load())
+                if p.scale == 1.0:
+                    return ast.copy_location(name, node)
+                if p.scale == 0.01:
+                    return ast.copy_location(ast.BinOp(name, ast.Div(), ast.Constant(100)), node)
+                return ast.copy_location(ast.BinOp(name, ast.Mult(), ast.Constant(p.scale)), node)
+
+        Replace().visit(func)
+
+    def statements(self, body: list[ast.stmt], top: bool, in_loop: bool) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in body:
+            if top and _is_docstring(stmt):
+                continue
+            if (top and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                    and isinstance(stmt.value, ast.Name) and stmt.value.id == stmt.targets[0].id):
+                continue  # `eggs_per_day = eggs_per_day`: the load() binding already did it
+            out += self.statement(stmt, top, in_loop)
+        return out or [ast.Pass()]
+
+    def statement(self, stmt: ast.stmt, top: bool, in_loop: bool) -> list[ast.stmt]:
+        if isinstance(stmt, ast.Return):
+            return self.returning(stmt)
+        if isinstance(stmt, (ast.For, ast.While)):
+            stmt.body = self.statements(stmt.body, False, True)
+            stmt.orelse = self.statements(stmt.orelse, False, True) if stmt.orelse else []
+            assigned = sorted({n.id for s in [*stmt.body, *stmt.orelse] for n in ast.walk(s)
+                               if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} & self.bound)
+            head = "for loop" if isinstance(stmt, ast.For) else "while loop"
+            parts: list[str | tuple[str]] = [f"After the {head}: "]
+            if assigned and not in_loop:
+                for i, name in enumerate(assigned):
+                    parts += [", " if i else "", f"{name} = ", (name,)]
+            else:
+                parts.append("done")
+            return [stmt] if in_loop else [stmt, _narration(parts)]
+        if isinstance(stmt, ast.If):
+            stmt.body = self.statements(stmt.body, False, in_loop)
+            stmt.orelse = self.statements(stmt.orelse, False, in_loop) if stmt.orelse else []
+            return [stmt]
+        if isinstance(stmt, ast.Try):
+            stmt.body = self.statements(stmt.body, False, in_loop)
+            for handler in stmt.handlers:
+                handler.body = self.statements(handler.body, False, in_loop)
+            stmt.orelse = self.statements(stmt.orelse, False, in_loop) if stmt.orelse else []
+            stmt.finalbody = self.statements(stmt.finalbody, False, in_loop) if stmt.finalbody else []
+            return [stmt]
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            narration = None if in_loop else self.narrate_assignment(stmt)
+            if top:
+                self.bound |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            return [stmt] if narration is None else [stmt, narration]
+        return [stmt]
+
+    def narrate_assignment(self, stmt: ast.Assign | ast.AugAssign | ast.AnnAssign) -> ast.Expr | None:
+        if isinstance(stmt, ast.Assign):
+            targets, value, op = stmt.targets, stmt.value, " = "
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is None:
+                return None
+            targets, value, op = [stmt.target], stmt.value, " = "
+        else:
+            targets, value = [stmt.target], stmt.value
+            op = f" {_OPS.get(type(stmt.op), '?')}= "
+        target_text = " = ".join(_clean_text(ast.unparse(t)) for t in targets)
+        parts: list[str | tuple[str]] = [target_text + op + _clean_text(ast.unparse(value))]
+        middle = _substituted(value, self.locals)
+        if middle is not None:
+            parts += [" = ", *middle]
+        names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        simple = all(isinstance(t, ast.Name) for t in targets)
+        if simple and len(names) == 1 and not isinstance(stmt, ast.AugAssign):
+            parts += [" = ", (names[0],)]
+        elif names:
+            parts.append(", so ")
+            for i, name in enumerate(dict.fromkeys(names)):
+                parts += [", " if i else "", f"{name} = ", (name,)]
+        return _narration(parts)
+
+    def returning(self, stmt: ast.Return) -> list[ast.stmt]:
+        value = stmt.value if stmt.value is not None else ast.Constant(None)
+        out: list[ast.stmt] = []
+        if isinstance(value, ast.Name):
+            name = value.id
+        else:
+            name = self.fresh("answer")
+            out.append(ast.Assign([ast.Name(name, ast.Store())], value))
+        out.append(_narration([f"The answer is {name} = ", (name,)]))
+        out.append(ast.Return(ast.Dict([ast.Constant("answer")], [ast.Name(name, ast.Load())])))
+        return out
+
+
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
+
+
+def entry_function_name(entry_id: str) -> str:
+    return "solve_" + _sanitise(entry_id)
+
+
+def root_description(t: Transcript) -> str:
+    first = re.split(r"(?<=[.?!])\s", t.question.strip())[0]
+    if len(first) > 90:
+        first = first[:87].rstrip() + "..."
+    return f"Answer question {t.entry_id} of the cache: {first}"
+
+
+def build_template(question: str, params: Sequence[ParamPlan]) -> str:
+    """The original question with each parameter's mention replaced by its ``{slot}``."""
+    pieces: list[str] = []
+    pos = 0
+    for p in sorted(params, key=lambda p: p.mention.start):
+        pieces.append(question[pos:p.mention.start].replace("{", "{{").replace("}", "}}"))
+        pieces.append("{" + p.name + "}")
+        pos = p.mention.end
+    pieces.append(question[pos:].replace("{", "{{").replace("}", "}}"))
+    return "".join(pieces)
+
+
+def render_source(t: Transcript, program: PalProgram, plan: Plan) -> str:
+    """The entry module: one root semantic function plus the entry point."""
+    func = copy.deepcopy(program.func)
+    # deep copy keeps node identities apart: map literal ids onto the copy
+    mapping = {id(a): b for a, b in zip(ast.walk(program.func), ast.walk(func))}
+    shadow = PalProgram.__new__(PalProgram)
+    shadow.func = func
+    shadow.literals = [
+        Literal(**{**lit.__dict__, "node": mapping[id(lit.node)]}) for lit in program.literals
+    ]
+    writer = _BodyWriter(shadow, plan)
+    writer.replace_literals(func)
+    body = writer.statements(func.body, True, False)
+    loads: list[ast.stmt] = []
+    for p in plan.params:
+        call = ast.Call(ast.Name("load", ast.Load()), [
+            ast.Name("ctx", ast.Load()), ast.Constant(p.description), ast.Name(p.type.__name__, ast.Load()),
+        ], [])
+        loads.append(ast.Assign([ast.Name(p.name, ast.Store())], call))
+    given: list[str | tuple[str]] = ["Given: "]
+    for i, p in enumerate(plan.params):
+        given += [", " if i else "", f"{p.name} = ", (p.name,)]
+    loads.append(_narration(given))
+    fname = entry_function_name(t.entry_id)
+    function = ast.FunctionDef(
+        name=fname,
+        args=ast.arguments(posonlyargs=[], args=[ast.arg("ctx")], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[*loads, *body], decorator_list=[], returns=None,
+    )
+    ast.fix_missing_locations(function)
+    function_text = ast.unparse(function)
+    description = root_description(t)
+    inputs = ",\n".join(f"        {p.description!r}: {p.original!r}" for p in plan.params)
+    decorator = (
+        "@semantic_function(\n"
+        f"    {description!r},\n"
+        f"    inputs={{\n{inputs},\n    }},\n"
+        f"    outputs={{'answer': {t.gold!r}}},\n"
+        ")\n"
+    )
+    template = build_template(t.question, plan.params)
+    canonical = template.format(**{p.name: format_value(p.original) for p in plan.params})
+    entry_question = t.question if _norm(canonical) == _norm(t.question) else canonical
+    param_lines = []
+    for p in plan.params:
+        fields = [
+            f"name={p.name!r}", f"description={p.description!r}", f"type={p.type.__name__}",
+            f"original={p.original!r}", f"examples={tuple(p.examples)!r}",
+        ]
+        if p.minimum is not None:
+            fields.append(f"minimum={p.minimum!r}")
+        if p.exclusive_minimum:
+            fields.append("exclusive_minimum=True")
+        if p.maximum is not None:
+            fields.append(f"maximum={p.maximum!r}")
+        param_lines.append("        Param(" + ", ".join(fields) + "),")
+    entry_description = f"GSM8K test question {t.ref_index}: {_shorten(t.question, 160)}"
+    const = _const_name(t.entry_id)
+    imports = "".join(ast.unparse(node) + "\n" for node in program.imports)
+    notes = [
+        f"Entry {t.entry_id}: compiled offline from a Program-of-Thought transcript (row {t.row}"
+        f"{', joined ' + t.join if t.join != 'exact' else ''}).",
+        "",
+        "Original question:",
+        *_wrap(t.question),
+        "",
+        f"Gold answer: {t.gold!r}.",
+        "Parameters: " + (", ".join(f"{p.name} = {format_value(p.original)} ({p.mention.text!r})" for p in plan.params)),
+    ]
+    if plan.constants:
+        notes.append("Kept constant: " + "; ".join(plan.constants) + ".")
+    if plan.unused_mentions:
+        notes.append("Question numbers the program does not read as literals: " + ", ".join(plan.unused_mentions) + ".")
+    if program.renamed:
+        notes.append("Renamed variables: " + ", ".join(f"{a} -> {b}" for a, b in program.renamed.items()) + ".")
+    doc = "\n".join(notes).replace("\\", "/").replace('"""', "'''")
+    source = (
+        f'"""{doc}\n"""\n\n'
+        f"{imports}"
+        "from edge_runtime.semantic import Param, entry_point, load, narrate, semantic_function\n\n\n"
+        f"{decorator}{function_text}\n\n\n"
+        f"{const} = entry_point(\n"
+        f"    id={t.entry_id!r},\n"
+        f"    description={entry_description!r},\n"
+        f"    template={template!r},\n"
+        f"    question={entry_question!r},\n"
+        "    params=[\n" + "\n".join(param_lines) + "\n    ],\n"
+        f"    root={description.lower()!r},\n"
+        "    answer_key='answer',\n"
+        ")\n"
+    )
+    return source
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _shorten(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3].rstrip() + "..."
+
+
+def _wrap(text: str, width: int = 100) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(" ".join(text.split()), width) or [""]
+
+
+def _const_name(entry_id: str) -> str:
+    return _sanitise(entry_id).upper()
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation with the device's code
+# ---------------------------------------------------------------------------------------------
+class ExactEmbedder(Embedder):
+    """An embedder under which only identical (normalised) texts are similar.
+
+    Generated entries reference their root and parameters by their exact descriptions, so the
+    builder's registry never needs semantic similarity; with this embedder a reference that is not
+    exact cannot be resolved by accident (random 256-d unit vectors are nearly orthogonal)."""
+
+    dim = 256
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256(_norm(text).encode("utf-8")).digest()[:8], "little")
+            vector = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+            out[i] = vector / np.linalg.norm(vector)
+        return out
+
+
+@dataclass
+class Candidate:
+    """A generated entry and what it was generated from."""
+
+    transcript: Transcript
+    program: PalProgram
+    plan: Plan
+    source: str
+    entry: Any = None
+    compiled: Any = None
+
+
+@dataclass
+class ImportOptions:
+    round_trips: int = 5
+    alpha: float = 0.8
+    max_retries: int = 2
+    timeout: float = 1.0
+    seed: int = 0
+    number_words: str = "parameter"  # or "constant": keep "three" etc. as constants of the entry
+
+
+def _answer_ok(answer: Any, gold: Any) -> bool:
+    return gold is not None and is_close(answer, gold)
+
+
+def _describe_exc(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _run_original(program: PalProgram) -> Any:
+    try:
+        return program.run()
+    except RunTimeout as exc:
+        raise Rejected("runtime_error", f"the program on the original numbers: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - third-party code may raise anything
+        raise Rejected("runtime_error", f"the program on the original numbers: {_describe_exc(exc)}") from exc
+
+
+def choose_domains(program: PalProgram, plan: Plan, expected: Any) -> None:
+    """Type and minimum of each parameter, checked by running the program (differential oracle)."""
+    base = {p.literal: p.literal_value(p.original) for p in plan.params}
+    for p in plan.params:
+        lit = program.literal(p.literal)
+        integral = float(p.original).is_integer() and "." not in p.mention.text
+        literal_is_float = isinstance(lit.value, float) and not (p.scale != 1.0)
+        p.type = int if integral and not literal_is_float else float
+        if p.type is float and integral:
+            p.original = float(p.original)
+        elif p.type is int:
+            p.original = int(p.original)
+        if p.type is int and (p.mention.money or p.mention.percent):
+            # a price or a percentage may well be a decimal: accept floats if the program agrees
+            trial = dict(base)
+            trial[p.literal] = p.literal_value(float(p.original))
+            if _agrees(program, trial, expected):
+                p.type = float
+                p.original = float(p.original)
+        # minimum: 0, exclusive when the program cannot run at 0 (a divisor, a count that must be positive)
+        if float(p.original) < 0:
+            p.minimum = None
+            continue
+        p.minimum = 0
+        trial = dict(base)
+        trial[p.literal] = p.literal_value(p.type(0))
+        if not _runs(program, trial):
+            p.exclusive_minimum = True
+            trial[p.literal] = p.literal_value(p.type(1))
+            if not _runs(program, trial) and float(p.original) > 1:
+                p.minimum = 1
+        if any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(program.func)):
+            p.maximum = float(max(1000, 100 * abs(float(p.original))))
+            if p.type is int:
+                p.maximum = int(p.maximum)
+    for p in plan.params:
+        base[p.literal] = p.literal_value(p.original)
+
+
+def _runs(program: PalProgram, values: dict[int, Any]) -> bool:
+    try:
+        answer = program.run(values, timeout=min(program.timeout, 0.25))
+    except RunTimeout:
+        return False
+    except Exception:  # noqa: BLE001
+        return False
+    return _numeric(answer)
+
+
+def _agrees(program: PalProgram, values: dict[int, Any], expected: Any) -> bool:
+    try:
+        return is_close(program.run(values, timeout=min(program.timeout, 0.25)), expected)
+    except RunTimeout:
+        return False
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _numeric(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def draw_values(plan: Plan, rng: random.Random) -> dict[str, Any]:
+    """Other valid values: integers near the original (integral stays integral, positive stays positive)."""
+    values: dict[str, Any] = {}
+    for p in plan.params:
+        original = float(p.original)
+        low = p.minimum if p.minimum is not None else -math.inf
+        for _ in range(50):
+            if float(original).is_integer():
+                spread = max(3, int(abs(original) * 0.5))
+                value: Any = int(original) + rng.choice([d for d in range(-spread, spread + 1) if d])
+            else:
+                decimals = max(1, min(3, len(p.mention.text.split(".")[-1]) if "." in p.mention.text else 1))
+                value = round(original * rng.uniform(0.5, 1.5), decimals)
+                if value == original:
+                    continue
+            if value < low or (p.exclusive_minimum and value <= low):
+                continue
+            if p.maximum is not None and value > p.maximum:
+                continue
+            break
+        else:
+            value = original
+        values[p.name] = p.type(value)
+    return values
+
+
+class Importer:
+    """Turns one transcript into an accepted entry source or a rejection (one MiniCache group)."""
+
+    def __init__(self, options: ImportOptions | None = None) -> None:
+        self.options = options or ImportOptions()
+        from edge_runtime.extractor import Extractor  # imported lazily: it pulls in onnxruntime
+
+        self.extractor = Extractor(None)
+        self.embedder = ExactEmbedder()
+
+    # -- group callbacks ------------------------------------------------------------------
+    def generate(self, transcripts: Sequence[Transcript], reflections: Sequence[str]) -> Candidate:
+        t = transcripts[0]
+        frozen = sorted({m.group(1) for r in reflections for m in re.finditer(r"param (\w+)", r)})
+        try:
+            program = PalProgram(t.code, timeout=self.options.timeout)
+            plan = plan_parameters(t.question, program, t.variant, t.docstring, frozen)
+            if plan.restored:
+                program.set_defaults(plan.restored)
+            expected = _run_original(program)
+            if not _answer_ok(expected, t.gold):
+                raise Rejected("wrong_on_original", f"the program returns {expected!r}, the gold answer is {t.gold!r}")
+            if self.options.number_words == "constant":
+                words = [p for p in plan.params if p.mention.kind == "word"]
+                plan.params = [p for p in plan.params if p.mention.kind != "word"]
+                plan.constants += [f"{format_value(p.original)} (the question's word {p.mention.text!r})" for p in words]
+            if not plan.params:
+                raise Rejected("no_parameters", "no literal of the program is a number stated in the question"
+                               + (f" (kept constant: {'; '.join(plan.constants[:4])})" if plan.constants else ""))
+            choose_domains(program, plan, expected)
+            rng = random.Random(f"{self.options.seed}:{t.entry_id}:examples")
+            examples = [draw_values(plan, rng) for _ in range(2)]
+            for p in plan.params:
+                p.examples = tuple(dict.fromkeys(e[p.name] for e in examples if e[p.name] != p.original))
+            source = render_source(t, program, plan)
+        except Rejected as exc:
+            raise GenerationFailed(exc.reason, exc.detail, fatal=True) from exc
+        return Candidate(t, program, plan, source)
+
+    def validate(self, candidate: Candidate, generation: Sequence[Transcript], held_out: Sequence[Transcript]) -> Validation:
+        try:
+            return self._validate(candidate)
+        except Rejected as exc:
+            return Validation(0, 1, (exc.detail,), fatal=exc.reason)
+
+    def _validate(self, c: Candidate) -> Validation:
+        from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
+        from edge_runtime.registry import Registry
+
+        t = c.transcript
+        registry = Registry(self.embedder)
+        try:
+            registry.add_source(c.source, f"{t.entry_id}.py", _sanitise(t.entry_id))
+        except UnsafeCodeError as exc:
+            raise Rejected("unsafe_program", f"generated source: {exc}") from exc
+        except DefinitionError as exc:
+            raise Rejected("runtime_error", f"generated source does not register: {exc}") from exc
+        except ArcError as exc:
+            raise Rejected("runtime_error", f"generated source does not register: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - module-level code of the entry raised
+            raise Rejected("runtime_error", f"generated source does not load: {_describe_exc(exc)}") from exc
+        entry = registry.entries[t.entry_id]
+        try:
+            registry.check_entry(t.entry_id)
+        except DefinitionError as exc:
+            raise Rejected("template_mismatch", str(exc)) from exc
+        try:
+            compiled = compile_entry(registry, t.entry_id)
+            loaded = LoadedCompiledEntry(compiled.source, _sanitise(t.entry_id))
+        except (CompileError, ArcError) as exc:
+            raise Rejected("runtime_error", f"does not compile: {exc}") from exc
+        c.entry, c.compiled = entry, compiled
+        # (2) the original question through the template fast path
+        try:
+            extraction = self.extractor.extract(entry, t.question)
+        except ExtractionError as exc:
+            raise Rejected("template_mismatch", f"the original question does not match the template: {exc}") from exc
+        originals = {p.name: p.original for p in c.plan.params}
+        if any(not is_close(extraction.values[k], v, 1e-12) for k, v in originals.items()):
+            raise Rejected("template_mismatch", f"extracted {extraction.values} from the original, expected {originals}")
+        # (3) the compiled entry on the original values gives the gold answer
+        answer = self._run_compiled(loaded, extraction.values)
+        if isinstance(answer, BaseException):
+            raise Rejected("runtime_error", f"compiled entry on the original: {_describe_exc(answer)}")
+        if not _answer_ok(answer, t.gold):
+            raise Rejected("wrong_on_original", f"compiled entry answers {answer!r}, gold {t.gold!r}")
+        # (4) round trips against the original program (differential oracle)
+        return self._round_trips(c, entry, loaded)
+
+    def _run_compiled(self, loaded: Any, values: dict[str, Any]) -> Any:
+        try:
+            with deadline(self.options.timeout):
+                return loaded.run(values).result.get("answer")
+        except RunTimeout as exc:
+            return exc
+        except Exception as exc:  # noqa: BLE001
+            return exc
+
+    def _round_trips(self, c: Candidate, entry: Any, loaded: Any) -> Validation:
+        rng = random.Random(f"{self.options.seed}:{c.transcript.entry_id}:round-trip")
+        passed, total, failures = 0, 0, []
+        attempts = 0
+        while total < self.options.round_trips and attempts < 6 * self.options.round_trips:
+            attempts += 1
+            values = draw_values(c.plan, rng)
+            oracle_values = {p.literal: p.literal_value(values[p.name]) for p in c.plan.params}
+            try:
+                expected = c.program.run(oracle_values)
+            except (Exception, RunTimeout):  # noqa: BLE001 - outside the program's own domain: draw again
+                continue
+            if not _numeric(expected):
+                continue
+            total += 1
+            ok, why = self._one_round_trip(entry, loaded, values, expected)
+            if ok:
+                passed += 1
+            else:
+                failures.append(why)
+        if total == 0:
+            return Validation(0, 0, ("the original program fails on every drawn value",))
+        if passed / total < self.options.alpha:
+            failures = self._blame(c, entry, loaded, rng) or failures
+        return Validation(passed, total, tuple(failures))
+
+    def _one_round_trip(self, entry: Any, loaded: Any, values: dict[str, Any], expected: Any) -> tuple[bool, str]:
+        question = entry.render(values)
+        try:
+            extraction = self.extractor.extract(entry, question)
+        except ExtractionError as exc:
+            return False, f"extraction failed for {values}: {exc.detail}"
+        if any(not is_close(extraction.values.get(k), v, 1e-12) for k, v in values.items()):
+            wrong = [k for k, v in values.items() if not is_close(extraction.values.get(k), v, 1e-12)]
+            return False, "; ".join(f"param {k} extracted as {extraction.values.get(k)!r}, rendered {values[k]!r}" for k in wrong)
+        answer = self._run_compiled(loaded, extraction.values)
+        if isinstance(answer, BaseException):
+            return False, f"compiled entry failed for {values}: {_describe_exc(answer)}"
+        if not is_close(answer, expected):
+            return False, f"compiled entry answered {answer!r}, the original program {expected!r} for {values}"
+        return True, ""
+
+    def _blame(self, c: Candidate, entry: Any, loaded: Any, rng: random.Random) -> list[str]:
+        """Vary one parameter at a time to name the ones that break the round trip."""
+        blamed = []
+        for p in c.plan.params:
+            values = {q.name: q.original for q in c.plan.params}
+            values[p.name] = draw_values(c.plan, rng)[p.name]
+            oracle_values = {q.literal: q.literal_value(values[q.name]) for q in c.plan.params}
+            try:
+                expected = c.program.run(oracle_values)
+            except (Exception, RunTimeout):  # noqa: BLE001
+                continue
+            ok, why = self._one_round_trip(entry, loaded, values, expected)
+            if not ok:
+                blamed.append(f"param {p.name}: {why}")
+        return blamed
+
+    # -- one transcript --------------------------------------------------------------------
+    def import_one(self, t: Transcript) -> "ImportResult":
+        policy = GroupPolicy(alpha=self.options.alpha, nu=1, max_retries=self.options.max_retries, max_build_failures=1)
+        group: PotGroup[Transcript, Candidate] = PotGroup(t.entry_id, policy, self.generate, self.validate)
+        outcome = group.add(t)
+        assert outcome is not None
+        if outcome.accepted is not None:
+            c = outcome.accepted
+            last = outcome.attempts[-1].validation
+            return ImportResult(
+                row=t.row, id=t.entry_id, accepted=True, source=c.source,
+                info={
+                    "row": t.row, "reference_row": t.ref_index, "join": t.join, "question": t.question,
+                    "gold": t.gold, "params": [p.name for p in c.plan.params],
+                    "frozen": c.plan.frozen, "attempts": len(outcome.attempts),
+                    "round_trip": f"{last.passed}/{last.total}" if last else "",
+                    "compiled_sha256": c.compiled.sha256 if c.compiled is not None else "",
+                },
+            )
+        return ImportResult(
+            row=t.row, id=t.entry_id, accepted=False, reason=outcome.reason or "runtime_error",
+            detail=outcome.detail, info={"attempts": len(outcome.attempts)},
+        )
+
+
+@dataclass
+class ImportResult:
+    row: int
+    id: str | None
+    accepted: bool
+    source: str = ""
+    reason: str | None = None
+    detail: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch import: resumable, parallel, with a report
+# ---------------------------------------------------------------------------------------------
+_WORKER: Importer | None = None
+
+
+def _worker_init(options: ImportOptions, memory_limit: int | None) -> None:
+    global _WORKER
+    if memory_limit:
+        try:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+        except (ImportError, ValueError, OSError):  # pragma: no cover - platform without limits
+            pass
+    _WORKER = Importer(options)
+
+
+def _worker_run(t: Transcript) -> ImportResult:
+    assert _WORKER is not None
+    return _safe_import(_WORKER, t)
+
+
+def _safe_import(importer: Importer, t: Transcript) -> ImportResult:
+    try:
+        return importer.import_one(t)
+    except MemoryError:
+        return ImportResult(t.row, t.entry_id, False, reason="runtime_error", detail="out of memory")
+    except RunTimeout as exc:
+        return ImportResult(t.row, t.entry_id, False, reason="runtime_error", detail=str(exc))
+    except RecursionError:
+        return ImportResult(t.row, t.entry_id, False, reason="runtime_error", detail="recursion too deep")
+    except Exception as exc:  # noqa: BLE001 - one bad transcript must not stop the import
+        return ImportResult(t.row, t.entry_id, False, reason="runtime_error", detail=f"importer: {_describe_exc(exc)}")
+
+
+class RegistryDir:
+    """The output directory: entries/*.py (accepted, reviewable), rejections.jsonl, index.json."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.entries = self.root / "entries"
+        self.rejections = self.root / "rejections.jsonl"
+        self.index = self.root / "index.json"
+        self.entries.mkdir(parents=True, exist_ok=True)
+
+    def accepted_ids(self) -> set[str]:
+        return {p.stem for p in self.entries.glob("*.py") if not p.name.startswith("_")}
+
+    def rejected(self) -> dict[int, dict[str, Any]]:
+        out: dict[int, dict[str, Any]] = {}
+        if self.rejections.exists():
+            for line in self.rejections.read_text(encoding="utf-8").splitlines():
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a crash: that row is decided again
+                out[int(record["row"])] = record
+        return out
+
+    def write_entry(self, result: ImportResult) -> None:
+        assert result.id is not None
+        path = self.entries / f"{result.id}.py"
+        tmp = path.with_suffix(".py.tmp")
+        tmp.write_text(result.source, encoding="utf-8")
+        os.replace(tmp, path)
+        meta = self.entries / "_meta"
+        meta.mkdir(exist_ok=True)
+        (meta / f"{result.id}.json").write_text(json.dumps(result.info, ensure_ascii=False, indent=1), encoding="utf-8")
+
+    def write_rejection(self, handle: Any, result: ImportResult) -> None:
+        handle.write(json.dumps({
+            "row": result.row, "id": result.id, "reason": result.reason, "detail": result.detail,
+            **{k: v for k, v in result.info.items() if k == "attempts"},
+        }, ensure_ascii=False) + "\n")
+        handle.flush()
+
+    def write_index(self, meta: dict[str, Any]) -> None:
+        accepted = sorted(self.accepted_ids())
+        entries = {}
+        meta_dir = self.entries / "_meta"
+        for entry_id in accepted:
+            path = meta_dir / f"{entry_id}.json"
+            entries[entry_id] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        data = {**meta, "accepted": accepted, "entries": entries}
+        tmp = self.index.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, self.index)
+
+
+def run_import(
+    file: str | Path,
+    reference: str | Path,
+    registry_dir: str | Path,
+    *,
+    limit: int | None = None,
+    workers: int | None = None,
+    options: ImportOptions | None = None,
+    progress: bool = False,
+    audit: bool = True,
+) -> dict[str, Any]:
+    """Import every transcript of ``file`` into ``registry_dir``; resumable; returns the summary."""
+    started = time.perf_counter()
+    options = options or ImportOptions()
+    rows = read_jsonl(file)
+    if limit is not None:
+        rows = rows[:limit]
+    ref = ReferenceIndex.load(reference)
+    out = RegistryDir(registry_dir)
+    accepted_before = out.accepted_ids()
+    rejected_before = out.rejected()
+    joined = join_transcripts(rows, ref)
+    todo: list[Transcript] = []
+    decided_now: list[ImportResult] = []
+    with open(out.rejections, "a", encoding="utf-8") as handle:
+        for i, item in enumerate(joined):
+            if isinstance(item, Rejected):
+                if i not in rejected_before:
+                    result = ImportResult(i, None, False, reason=item.reason, detail=item.detail)
+                    out.write_rejection(handle, result)
+                    rejected_before[i] = {"row": i, "reason": item.reason}
+                continue
+            if item.entry_id in accepted_before or item.row in rejected_before:
+                continue
+            todo.append(item)
+        workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+        results = _results(todo, options, workers)
+        bar = None
+        if progress:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.console import Console
+
+            bar = Progress(TextColumn("import-pot"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                           TextColumn("{task.fields[accepted]} accepted"), console=Console(stderr=True))
+            bar.start()
+            task = bar.add_task("import", total=len(todo), accepted=0)
+        accepted_now = 0
+        try:
+            for result in results:
+                if result.accepted:
+                    out.write_entry(result)
+                    accepted_now += 1
+                else:
+                    out.write_rejection(handle, result)
+                decided_now.append(result)
+                if bar is not None:
+                    bar.update(task, advance=1, accepted=accepted_now)
+        finally:
+            if bar is not None:
+                bar.stop()
+    meta = {"source": str(file), "reference": str(reference), "options": options.__dict__}
+    out.write_index(meta)
+    accepted_ids = out.accepted_ids()
+    rejected = out.rejected()
+    considered_rows = set(range(len(rows)))
+    by_reason = {reason: 0 for reason in REASONS}
+    for row, record in rejected.items():
+        if row in considered_rows:
+            by_reason[record.get("reason", "runtime_error")] = by_reason.get(record.get("reason", "runtime_error"), 0) + 1
+    wrong = audit_entries(out, ref) if audit else None
+    summary = {
+        "total": len(rows),
+        "accepted": len(accepted_ids),
+        "rejected_by_reason": by_reason,
+        "wrong_on_original": wrong if wrong is not None else 0,
+        "seconds": round(time.perf_counter() - started, 2),
+        "decided_this_run": len(decided_now),
+    }
+    return summary
+
+
+def _results(todo: list[Transcript], options: ImportOptions, workers: int) -> Iterator[ImportResult]:
+    if workers <= 1 or len(todo) < 8:
+        importer = Importer(options)
+        for t in todo:
+            yield _safe_import(importer, t)
+        return
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    with ctx.Pool(workers, initializer=_worker_init, initargs=(options, 3 * 1024**3)) as pool:
+        yield from pool.imap_unordered(_worker_run, todo, chunksize=4)
+
+
+def audit_entries(out: RegistryDir, reference: ReferenceIndex) -> int:
+    """Independent re-check of every accepted entry file: register, compile, answer the original
+    question through the fast path; returns how many give a wrong answer (must be 0)."""
+    from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
+    from edge_runtime.extractor import Extractor
+    from edge_runtime.registry import Registry
+
+    extractor = Extractor(None)
+    embedder = ExactEmbedder()
+    wrong = 0
+    gold_by_id = {f"gsm8k-{row.index:04d}": row for row in reference.rows}
+    for path in sorted(out.entries.glob("*.py")):
+        registry = Registry(embedder)
+        try:
+            registry.add_file(path)
+            entry_id = path.stem
+            registry.check_entry(entry_id)
+            compiled = LoadedCompiledEntry(compile_entry(registry, entry_id).source, _sanitise(entry_id))
+            row = gold_by_id[entry_id]
+            values = extractor.extract(registry.entries[entry_id], row.question).values
+            with deadline(5.0):
+                answer = compiled.run(values).result["answer"]
+            if not is_close(answer, row.gold):
+                wrong += 1
+        except (Exception, RunTimeout):  # noqa: BLE001 - any failure of an accepted entry counts as wrong
+            wrong += 1
+    return wrong
+
+
+def summary_table(summary: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"import-pot: {summary['accepted']} of {summary['total']} accepted")
+    table.add_column("outcome")
+    table.add_column("rows", justify="right")
+    table.add_column("share", justify="right")
+    total = max(1, summary["total"])
+    table.add_row("accepted", str(summary["accepted"]), f"{100 * summary['accepted'] / total:.1f}%")
+    for reason, count in summary["rejected_by_reason"].items():
+        table.add_row(reason, str(count), f"{100 * count / total:.1f}%")
+    table.add_row("accepted but wrong on original (audit)", str(summary["wrong_on_original"]), "")
+    table.add_row("seconds", str(summary["seconds"]), "")
+    return table
+
+
+def cli_import_pot(args: Any) -> int:
+    """``arc-build import-pot``: see builder/cli.py."""
+    import sys
+
+    from rich.console import Console
+
+    if not Path(args.file).exists() or not Path(args.reference).exists():
+        print(f"arc-build: {args.file if not Path(args.file).exists() else args.reference} does not exist", file=sys.stderr)
+        return 2
+    options = ImportOptions(number_words=getattr(args, "number_words", "parameter") or "parameter")
+    summary = run_import(
+        args.file, args.reference, args.registry, limit=args.limit, workers=getattr(args, "workers", None),
+        options=options, progress=True,
+    )
+    console = Console(stderr=bool(args.json))
+    console.print(summary_table(summary))
+    if args.json:
+        print(json.dumps({k: summary[k] for k in ("total", "accepted", "rejected_by_reason", "wrong_on_original", "seconds")}))
+    return 0
