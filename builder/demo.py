@@ -51,7 +51,7 @@ def run_demo(examples: Path = EXAMPLES, out_dir: Path | None = None) -> int:
                  for e in bundle.entries.values()]
     questions += list(FREE_QUESTIONS)
     with tempfile.TemporaryDirectory(prefix="arc-edge-demo-") as data_dir:
-        options = RuntimeOptions(data_dir=Path(data_dir), trusted_keys=[public_key], use_worker_pool=False)
+        options = RuntimeOptions(data_dir=Path(data_dir), trusted_keys=[public_key])
         server = create_server(options, address="127.0.0.1:0")
         try:
             with EdgeClient(f"127.0.0.1:{server.port}", timeout_s=60) as client:

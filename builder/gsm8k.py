@@ -171,12 +171,14 @@ class Mention:
     def parameterisable(self) -> bool:
         return self.kind in ("digits", "word")
 
-    def literal_values(self) -> list[tuple[float, float]]:
-        """(literal value, scale) pairs a program may use for this mention: value = scale * mention."""
-        pairs = [(float(self.value), 1.0)]
+    def literal_values(self) -> list[tuple[float, str]]:
+        """(literal value, form) pairs a program may write for this mention: ``value`` (the number
+        itself), ``percent`` ("25%" as 0.25) or ``complement`` ("30% off" as 0.7)."""
+        pairs = [(float(self.value), "value")]
         if self.percent:
-            pairs.append((float(self.value) / 100, 0.01))
-        pairs += [(float(v), 1.0) for v in self.alternatives]
+            pairs.append((float(self.value) / 100, "percent"))
+            pairs.append((1 - float(self.value) / 100, "complement"))
+        pairs += [(float(v), "value") for v in self.alternatives]
         return pairs
 
 

@@ -277,6 +277,40 @@ class PalProgram:
         self.literals = _collect_literals(func)
         self._defaults = {lit.id: lit.node.value for lit in self.literals}
 
+    def fold_constants(self, targets: Sequence[float]) -> int:
+        """Replace a constant expression whose value is one of ``targets`` by that single literal.
+
+        GSM-Hard sometimes wrote its replacement number as an expression (``milk_discount = 3/9``
+        for "$0.3333333333333333"); folding it lets the literal be mapped back to the original."""
+        wanted = [t for t in targets if not any(_close(float(lit.value), t) for lit in self.literals)]
+        if not wanted:
+            return 0
+        folded = 0
+
+        class Fold(ast.NodeTransformer):
+            def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+                leaves = list(ast.walk(node))
+                if all(isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Constant, ast.operator, ast.unaryop)) for n in leaves) \
+                        and all(_numeric_node(n) is not None for n in leaves if isinstance(n, ast.Constant)) \
+                        and not any(isinstance(n, ast.Pow) for n in leaves):
+                    try:
+                        value = eval(compile(ast.Expression(node), "<fold>", "eval"), {"__builtins__": {}})  # noqa: S307
+                    except Exception:  # noqa: BLE001 - 1/0 and the like stay as they are
+                        return self.generic_visit(node)
+                    match = next((t for t in wanted if isinstance(value, (int, float)) and _close(float(value), t)), None)
+                    if match is not None:
+                        nonlocal folded
+                        folded += 1
+                        return ast.copy_location(ast.Constant(value), node)
+                return self.generic_visit(node)
+
+        Fold().visit(self.func)
+        if folded:
+            ast.fix_missing_locations(self.tree)
+            self.literals = _collect_literals(self.func)
+            self._defaults = {lit.id: lit.node.value for lit in self.literals}
+        return folded
+
     def set_defaults(self, values: dict[int, Any]) -> None:
         """Make ``values`` the literal values of every later run (GSM-Hard → original numbers)."""
         for lid, value in values.items():
@@ -301,6 +335,10 @@ class PalProgram:
         with deadline(self.timeout if timeout is None else timeout):
             exec(code, namespace)  # noqa: S102 - validated AST, reduced builtins, time budget
             return namespace["solution"]()
+
+
+def _close(a: float, b: float) -> bool:
+    return a == b or abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:
@@ -445,7 +483,7 @@ class ParamPlan:
     name: str
     literal: int
     mention: Mention
-    scale: float  # literal = scale * parameter value ("25%" with 0.25 in the code -> 0.01)
+    form: str  # how the literal writes the value: "value", "percent" (25% as 0.25), "complement" (30% off as 0.7)
     original: int | float  # the value as the question states it
     type: type = int
     description: str = ""
@@ -456,9 +494,7 @@ class ParamPlan:
 
     def literal_value(self, value: Any) -> Any:
         """The program literal for a parameter value."""
-        if self.scale == 1.0:
-            return value
-        return value / 100 if self.scale == 0.01 else value * self.scale
+        return literal_form(value, self.form)
 
 
 @dataclass
@@ -492,11 +528,20 @@ def _similarity(literal: Literal, question: str, mention: Mention) -> float:
     return len(ctx & own) + 0.25 * len(ctx & others)
 
 
-def _value_matches(value: float, mention: Mention) -> float | None:
-    """The scale under which ``value`` is this mention's number, else None."""
-    for candidate, scale in mention.literal_values():
+def literal_form(value: Any, form: str) -> Any:
+    """The program literal for a parameter value: the same arithmetic as the generated entry."""
+    if form == "percent":
+        return value / 100
+    if form == "complement":
+        return 1 - value / 100
+    return value
+
+
+def _value_matches(value: float, mention: Mention) -> str | None:
+    """The form under which ``value`` is this mention's number, else None."""
+    for candidate, form in mention.literal_values():
         if candidate == value or (candidate and abs(candidate - value) <= 1e-9 * max(1.0, abs(candidate))):
-            return scale
+            return form
     return None
 
 
@@ -506,27 +551,30 @@ def plan_parameters(
     """Map the program's literals to the question's mentions (GSM-Hard replacements first)."""
     mentions = scan_numbers(question)
     restored: dict[int, Any] = {}
-    assigned: dict[int, tuple[Mention, float]] = {}  # literal id -> (mention, scale)
+    assigned: dict[int, tuple[Mention, str]] = {}  # literal id -> (mention, form)
     # 1. GSM-Hard: a large number of the variant question stands for a mention of the original.
     if variant and variant.strip() and variant.strip() != (docstring or question).strip():
         replacements = replaced_numbers(variant, question, mentions)
-        for rep in replacements:
-            choices = []
-            for lit in program.literals:
-                if lit.id in assigned or lit.excluded:
+        done: set[int] = set()
+        for form in ("value", "percent"):  # exact values first: a scaled match is only a fallback
+            for k, rep in enumerate(replacements):
+                if k in done or (form == "percent" and not rep.mention.percent):
                     continue
-                for scale in (1.0, 0.01):
-                    target = rep.variant_value * scale
-                    if abs(float(lit.value) - target) <= 1e-9 * max(1.0, abs(target)):
-                        choices.append((-_similarity(lit, question, rep.mention), lit.order, lit, scale))
-                        break
-            if not choices:
-                continue
-            choices.sort(key=lambda c: (c[0], c[1]))
-            _, _, lit, scale = choices[0]
-            value: Any = rep.mention.value / 100 if scale == 0.01 else rep.mention.value
-            restored[lit.id] = float(value) if isinstance(lit.value, float) else value
-            assigned[lit.id] = (rep.mention, scale)
+                target = literal_form(rep.variant_value, form)
+                choices = [
+                    (-_similarity(lit, question, rep.mention), lit.order, lit)
+                    for lit in program.literals
+                    if lit.id not in assigned and not lit.excluded
+                    and abs(float(lit.value) - target) <= 1e-9 * max(1.0, abs(target))
+                ]
+                if not choices:
+                    continue
+                choices.sort(key=lambda c: (c[0], c[1]))
+                lit = choices[0][2]
+                value: Any = literal_form(rep.mention.value, form)
+                restored[lit.id] = float(value) if isinstance(lit.value, float) else value
+                assigned[lit.id] = (rep.mention, form)
+                done.add(k)
         # the same large number left in another literal (fewer mentions found than uses): map it by value
         by_value = {r.variant_value: r.mention for r in replacements}
         for lit in program.literals:
@@ -545,19 +593,19 @@ def plan_parameters(
         for mention in mentions:
             if mention.index in taken:
                 continue
-            scale = _value_matches(value, mention)
-            if scale is None:
+            form = _value_matches(value, mention)
+            if form is None:
                 continue
             sim = _similarity(lit, question, mention)
             if (not lit.direct and value in UNIT_CONSTANTS and mention.kind == "digits" and sim == 0):
                 continue  # "/ 60" next to a question that says "60%": a unit constant, not that mention
             weak = 1 if mention.kind == "structural" else 0
-            options.append((weak, -sim, mention.index, mention, scale))
+            options.append((weak, 0 if form == "value" else 1, -sim, mention.index, mention, form))
         if not options:
             continue
-        options.sort(key=lambda o: o[:3])
-        _, _, _, mention, scale = options[0]
-        assigned[lit.id] = (mention, scale)
+        options.sort(key=lambda o: o[:4])
+        mention, form = options[0][4], options[0][5]
+        assigned[lit.id] = (mention, form)
         taken.add(mention.index)
     # 3. parameters: assigned literals whose mention can be re-rendered as digits.
     constants: list[str] = []
@@ -573,11 +621,11 @@ def plan_parameters(
             why = "unit constant, not stated in the question" if float(value) in UNIT_CONSTANTS else "not stated in the question"
             constants.append(f"{shown} ({why})")
             continue
-        mention, scale = assigned[lit.id]
+        mention, form = assigned[lit.id]
         if not mention.parameterisable:
             constants.append(f"{shown} (the question's word {mention.text!r}: cannot be re-rendered as digits)")
             continue
-        params.append(ParamPlan(name="", literal=lit.id, mention=mention, scale=scale, original=mention.value))
+        params.append(ParamPlan(name="", literal=lit.id, mention=mention, form=form, original=mention.value))
     _name_params(params, program, question, used_names)
     kept = [p for p in params if p.name not in frozen]
     frozen_notes = [p.name for p in params if p.name in frozen]
@@ -760,11 +808,12 @@ class _BodyWriter:
                         return ast.copy_location(ast.Constant(restored[id(node)]), node)
                     return node
                 name = ast.Name(p.name, ast.Load())
-                if p.scale == 1.0:
-                    return ast.copy_location(name, node)
-                if p.scale == 0.01:
+                if p.form == "percent":
                     return ast.copy_location(ast.BinOp(name, ast.Div(), ast.Constant(100)), node)
-                return ast.copy_location(ast.BinOp(name, ast.Mult(), ast.Constant(p.scale)), node)
+                if p.form == "complement":
+                    share = ast.BinOp(name, ast.Div(), ast.Constant(100))
+                    return ast.copy_location(ast.BinOp(ast.Constant(1), ast.Sub(), share), node)
+                return ast.copy_location(name, node)
 
         Replace().visit(func)
 
@@ -1057,7 +1106,7 @@ def choose_domains(program: PalProgram, plan: Plan, expected: Any) -> None:
     for p in plan.params:
         lit = program.literal(p.literal)
         integral = float(p.original).is_integer() and "." not in p.mention.text
-        literal_is_float = isinstance(lit.value, float) and not (p.scale != 1.0)
+        literal_is_float = isinstance(lit.value, float) and p.form == "value"
         p.type = int if integral and not literal_is_float else float
         if p.type is float and integral:
             p.original = float(p.original)
@@ -1160,6 +1209,8 @@ class Importer:
         frozen = sorted({m.group(1) for r in reflections for m in re.finditer(r"param (\w+)", r)})
         try:
             program = PalProgram(t.code, timeout=self.options.timeout)
+            if t.variant and t.variant.strip() != (t.docstring or t.question).strip():
+                program.fold_constants([r.variant_value for r in replaced_numbers(t.variant, t.question)])
             plan = plan_parameters(t.question, program, t.variant, t.docstring, frozen)
             if plan.restored:
                 program.set_defaults(plan.restored)

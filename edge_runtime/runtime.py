@@ -209,9 +209,12 @@ class EdgeRuntime:
         target_lm = OnnxTargetLM(engine) if engine is not None else None
         if self._pool is not None:
             pool = self._pool
+            # One model per server: the pool's workers reach it through the parent. A bundle that brings
+            # another model switches it for every call from now on.
+            pool.set_target_lm(target_lm)
 
             def run_in_pool(digest: str, entry_id: str, source: str, values: dict, timeout: float | None) -> Execution:
-                return pool.run(digest, entry_id, source, values, timeout_s=timeout, target_lm=target_lm)
+                return pool.run(digest, entry_id, source, values, timeout_s=timeout)
 
             return run_in_pool
         loaded: dict[tuple[str, str], LoadedCompiledEntry] = {}

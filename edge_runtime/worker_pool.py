@@ -905,7 +905,7 @@ class WorkerPool:
             remaining = deadline - time.monotonic()
             try:
                 ready = remaining > 0 and conn.poll(remaining)
-            except OSError:  # closed under us by close()
+            except OSError:  # the handle is unusable: treat it as a dead worker below
                 ready = True
             if not ready:
                 worker.healthy = False

@@ -36,7 +36,7 @@ def built(tmp_path_factory):
 
 
 def start(tmp_path: Path, public: bytes, **overrides) -> object:
-    options = RuntimeOptions(data_dir=tmp_path / "device", trusted_keys=[public], use_worker_pool=False, **overrides)
+    options = RuntimeOptions(data_dir=tmp_path / "device", trusted_keys=[public], **overrides)
     return create_server(options, address="127.0.0.1:0")
 
 
@@ -265,3 +265,63 @@ def test_reflection_and_metrics(tmp_path, built):
     assert SERVICE_NAME in names and "grpc.health.v1.Health" in names
     assert 'arc_hits_total{path="template"} 1' in text
     assert "arc_misses_total{" in text and 'arc_stage_latency_ms_count{stage="total"} 2' in text
+
+
+HOSTILE = '''"""An entry whose code misbehaves on purpose for some inputs (a test of containment)."""
+
+from edge_runtime.semantic import Param, entry_point, load, narrate, semantic_function
+
+
+@semantic_function(
+    "Double a count, misbehaving for the numbers 13, 14 and 15",
+    inputs={"the count to double": 3},
+    outputs={"twice the count": 6},
+)
+def double_count(ctx):
+    n = load(ctx, "the count to double", int)
+    if n == 13:
+        while True:
+            n = n + 1
+    if n == 14:
+        hog = [0] * (10 ** 10)
+        n = len(hog)
+    if n == 15:
+        grow = lambda k: grow(k + 1)
+        n = grow(0)
+    narrate(ctx, f"{n} doubled is {2 * n}.")
+    return {"twice the count": 2 * n}
+
+
+DOUBLE = entry_point(
+    id="double-count",
+    description="Double a count",
+    template="What is twice {n}?",
+    question="What is twice 3?",
+    params=[Param(name="n", description="the count to double", type=int, original=3, examples=(5,), minimum=0, maximum=1000)],
+    root="double a count, misbehaving for the numbers 13, 14 and 15",
+    answer_key="twice the count",
+)
+'''
+
+
+def test_hostile_entries_are_contained_by_the_worker_pool(tmp_path, built):
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    (sources / "double.py").write_text(HOSTILE)
+    bundle = example_bundle(tmp_path / "out", built["key"], built["embedder"], "7", sources=sources)
+    options = RuntimeOptions(data_dir=tmp_path / "device", trusted_keys=[built["public"]], entry_timeout_s=1.5, workers=2)
+    edge = create_server(options, address="127.0.0.1:0")
+    try:
+        with client_for(edge) as client:
+            activate(client, bundle)
+            assert decode(client.invoke("What is twice 21?"))["answer"] == 42
+            outcomes = {n: decode(client.invoke(f"What is twice {n}?", timeout_s=30)) for n in (13, 14, 15)}
+            assert outcomes[13]["miss_reason"] == "DEADLINE_EXCEEDED"
+            assert outcomes[14]["miss_reason"] == "RESOURCE_EXHAUSTED"
+            assert outcomes[15]["miss_reason"] == "EXECUTION_FAILED" and "recursion" in outcomes[15]["miss_detail"]
+            # The server keeps serving, on replaced workers.
+            assert decode(client.invoke("What is twice 8?"))["answer"] == 16
+            workers = dict(client.stats().workers)
+        assert workers["workers_replaced"] >= 2
+    finally:
+        edge.stop(0)
