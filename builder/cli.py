@@ -41,6 +41,20 @@ def main(argv: list[str] | None = None) -> int:
     pot.add_argument("--json", action="store_true", help="print one JSON summary object on stdout")
     pot.add_argument("--limit", type=int, default=None, help="only the first N transcripts")
     pot.add_argument("--workers", type=int, default=None, help="worker processes (default: up to 2)")
+    ent = sub.add_parser("entries", help="build cache entries from source-model transcripts (LLM builder: S, B, 2 judges)")
+    ent.add_argument("transcripts", type=Path, help="JSONL rows {question, transcript, answer}")
+    ent.add_argument("--registry", type=Path, required=True, help="registry directory (entry modules, build_index.jsonl)")
+    ent.add_argument("--base-url", default=None, help="Messages API base URL (key from ANTHROPIC_API_KEY)")
+    ent.add_argument("--model-builder", default=None)
+    ent.add_argument("--model-judge", default=None)
+    ent.add_argument("--model-source", default=None)
+    cassette = ent.add_mutually_exclusive_group()
+    cassette.add_argument("--record", type=Path, default=None, help="append every request/response to this JSONL cassette")
+    cassette.add_argument("--replay", type=Path, default=None, help="answer from this cassette, without HTTP")
+    ent.add_argument("--max-tries", type=int, default=3, help="candidates per function")
+    ent.add_argument("--round-trips", type=int, default=4, help="robustness tests per entry")
+    ent.add_argument("--limit", type=int, default=None, help="only the first N transcripts")
+    ent.add_argument("--json", action="store_true", help="print one JSON summary object on stdout")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
@@ -82,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         from builder.pot_importer import cli_import_pot
 
         return cli_import_pot(args)
+    if args.command == "entries":
+        from builder.llm.build import cli_entries
+
+        return cli_entries(args)
     if args.command == "compile-entries":
         from edge_runtime.compiler import compile_entry
         from edge_runtime.embedder import OnnxSentenceEmbedder

@@ -237,7 +237,8 @@ def scan_numbers(text: str) -> list[Mention]:
             continue  # "two hundred" consumed "hundred"
         after = text[end:end + 12]
         percent = kind != "structural" and bool(_PERCENT_AFTER.match(after))
-        money = text[max(0, start - 1):start] == "$"
+        money = text[max(0, start - 1):start] in ("$", "€", "£") or bool(
+            re.match(r"\s*(dollars?|cents?|bucks)\b", text[end:end + 12], re.IGNORECASE))
         mentions.append(Mention(len(mentions), start, end, raw, value, kind, percent, money, alternatives))
         last_end = end
     return mentions

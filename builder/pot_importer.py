@@ -87,6 +87,8 @@ REASONS: tuple[str, ...] = (
 
 #: Numbers that are usually unit conversions, not quantities of the question (60 minutes, 7 days...).
 UNIT_CONSTANTS = frozenset({7, 10, 12, 24, 30, 31, 52, 60, 100, 365, 1000, 3600, 0.01})
+#: Iterations a generated ``while`` loop may run before the entry gives up (an ExecutionError, i.e. a MISS).
+MAX_LOOP_STEPS = 100_000
 #: Local names a generated entry needs for itself; a program variable with one of these names is renamed.
 _RESERVED = frozenset({
     "ctx", "payload", "params", "load", "narrate", "do", "convert", "lm", "extract", "smart_convert",
@@ -478,12 +480,11 @@ def _excluded_constants(stmt: ast.stmt) -> dict[int, str]:
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class ParamPlan:
-    """A parameter: one literal of the program, one mention of the question."""
+    """A parameter: one mention of the question, and the program literal(s) that state it."""
 
     name: str
-    literal: int
+    literals: list[tuple[int, str]]  # (literal id, form); form: "value", "percent" (25% as 0.25), "complement" (30% off as 0.7)
     mention: Mention
-    form: str  # how the literal writes the value: "value", "percent" (25% as 0.25), "complement" (30% off as 0.7)
     original: int | float  # the value as the question states it
     type: type = int
     description: str = ""
@@ -492,9 +493,22 @@ class ParamPlan:
     maximum: float | None = None
     examples: tuple[Any, ...] = ()
 
-    def literal_value(self, value: Any) -> Any:
-        """The program literal for a parameter value."""
-        return literal_form(value, self.form)
+    @property
+    def literal(self) -> int:
+        """The first literal (it names the parameter)."""
+        return self.literals[0][0]
+
+    def literal_values(self, value: Any) -> dict[int, Any]:
+        """The program literals for a parameter value."""
+        return {lid: literal_form(value, form) for lid, form in self.literals}
+
+
+def oracle_values(params: Sequence[ParamPlan], values: dict[str, Any]) -> dict[int, Any]:
+    """Literal id -> value for running the original program on parameter values."""
+    out: dict[int, Any] = {}
+    for p in params:
+        out.update(p.literal_values(values[p.name]))
+    return out
 
 
 @dataclass
@@ -505,7 +519,8 @@ class Plan:
     restored: dict[int, Any]  # literal id -> original value (GSM-Hard numbers mapped back)
     constants: list[str]  # human-readable notes: "60 (unit constant, not in the question)"
     unused_mentions: list[str]  # question numbers no literal maps to
-    frozen: list[str] = field(default_factory=list)  # parameters kept constant after a failed round trip
+    frozen: list[str] = field(default_factory=list)  # parameters kept constant, by name
+    unexplained: list[str] = field(default_factory=list)  # literals neither stated nor unit constants
 
 
 def _tokens(text: str) -> set[str]:
@@ -521,11 +536,29 @@ def _tokens(text: str) -> set[str]:
     return out
 
 
+_MONEY_WORDS = frozenset(_tokens_raw := (
+    "price cost dollar cent pay paid earn spend spent money fee wage salary charge budget income profit bill tip "
+    "tax rent fare sell sold buy bought saving discount allowance cash fund worth revenue debt loan change "
+    "expense amount value rate").split())
+_TIMES = re.compile(r"\s*(times|x)\b", re.IGNORECASE)
+
+
 def _similarity(literal: Literal, question: str, mention: Mention) -> float:
-    ctx = _tokens(context_words(question, mention, 3, 3))
-    own = _tokens(" ".join([literal.direct or "", literal.target or ""]))
+    """Word overlap of the mention's neighbourhood with the literal's variable names, plus cues."""
+    ctx = _tokens(context_words(question, mention, 5, 5))
+    own_text = " ".join([literal.direct or "", literal.target or ""])
+    own = _tokens(own_text)
     others = _tokens(" ".join(literal.names))
-    return len(ctx & own) + 0.25 * len(ctx & others)
+    score = len(ctx & own) + 0.25 * len(ctx & others)
+    name_money = bool(_tokens(" ".join(literal.names if not literal.direct else [literal.direct])) & _tokens(" ".join(_MONEY_WORDS)))
+    if mention.money and literal.direct and not name_money:
+        score -= 0.5
+    if _TIMES.match(question[mention.end:mention.end + 8]):
+        if literal.direct and not re.search(r"times|factor|multipl|ratio|rate", literal.direct):
+            score -= 0.5
+        elif not literal.direct:
+            score += 0.25
+    return score
 
 
 def literal_form(value: Any, form: str) -> Any:
@@ -534,83 +567,133 @@ def literal_form(value: Any, form: str) -> Any:
         return value / 100
     if form == "complement":
         return 1 - value / 100
+    if form == "increase":
+        return 1 + value / 100
     return value
 
 
-def _value_matches(value: float, mention: Mention) -> str | None:
-    """The form under which ``value`` is this mention's number, else None."""
-    for candidate, form in mention.literal_values():
-        if candidate == value or (candidate and abs(candidate - value) <= 1e-9 * max(1.0, abs(candidate))):
-            return form
+_DECREASE = re.compile(r"\b(decrease[sd]?|off|discount(ed)?|less|reduc(e|ed|es|tion)|lower|drop(s|ped)?|los[te]s?|fall|fell|cheaper|sale)\b", re.IGNORECASE)
+
+
+def _value_matches(value: float, mention: Mention, question: str = "") -> str | None:
+    """The form under which ``value`` is this mention's number, else None (a percent whose value
+    and complement coincide, "50% off", is read by the words around it)."""
+    forms = [form for candidate, form in mention.literal_values() if _close(candidate, value)]
+    if mention.percent and _close(1 + float(mention.value) / 100, value):
+        forms.append("increase")  # "50% more" written as 1.5
+    if not forms:
+        return None
+    if "percent" in forms and "complement" in forms:
+        around = question[max(0, mention.start - 40):mention.end + 40]
+        return "complement" if _DECREASE.search(around) else "percent"
+    return forms[0]
+
+
+#: Variables named after a unit conversion hold that conversion, whatever the question says nearby.
+_UNIT_NAMES: dict[frozenset[str], float] = {
+    frozenset(k.split()): v for k, v in {
+        "month year": 12, "week year": 52, "day year": 365, "day week": 7, "hour day": 24, "minute hour": 60,
+        "second minute": 60, "second hour": 3600, "cent dollar": 100, "inch foot": 12, "inch feet": 12,
+        "foot yard": 3, "feet yard": 3, "ounce pound": 16, "day month": 30, "minute day": 1440, "week month": 4,
+        "centimeter meter": 100, "cm meter": 100, "gram kilogram": 1000, "gram kg": 1000, "meter kilometer": 1000,
+        "meter km": 1000, "milliliter liter": 1000, "ml liter": 1000, "quart gallon": 4, "egg dozen": 12,
+        "item dozen": 12, "percent whole": 100,
+    }.items()
+}
+
+
+def _unit_name(literal: Literal) -> str | None:
+    """``months_in_year = 12``: a unit conversion by its variable's name (never a parameter)."""
+    if not literal.direct:
+        return None
+    words = {_SYNONYMS.get(w, w) for w in literal.direct.lower().split("_")}
+    words = {w[:-1] if len(w) > 3 and w.endswith("s") and w != "inches" else ("inch" if w == "inches" else w) for w in words}
+    for pair, value in _UNIT_NAMES.items():
+        if pair <= words and _close(float(literal.value), value):
+            return f"unit constant ({' per '.join(sorted(pair))})"
     return None
 
 
 def plan_parameters(
     question: str, program: PalProgram, variant: str = "", docstring: str = "", frozen: Sequence[str] = ()
 ) -> Plan:
-    """Map the program's literals to the question's mentions (GSM-Hard replacements first)."""
+    """Map the program's literals to the question's mentions.
+
+    1. GSM-Hard: a literal equal to a number the variant question put in place of an original
+       mention gets that mention's value back (values only: the variant and its program do not
+       always agree on *which* quantity was replaced, so the mention is chosen in step 2).
+    2. Every literal, assignments ``var = <number>`` first, then in source order, takes a free
+       mention with the same value (or percent forms of it), best variable/context word overlap
+       first; unit constants inside expressions need some word overlap. A literal whose value is a
+       mention another literal already took shares that parameter ("70 corn chips each").
+    3. Mentions written as words that cannot be rendered as digits ("half", "twice") stay constants;
+       a parameter that a constant not stated in the question was computed from is frozen too (the
+       program precomputed something from it, so it cannot vary).
+    """
     mentions = scan_numbers(question)
     restored: dict[int, Any] = {}
-    assigned: dict[int, tuple[Mention, str]] = {}  # literal id -> (mention, form)
-    # 1. GSM-Hard: a large number of the variant question stands for a mention of the original.
     if variant and variant.strip() and variant.strip() != (docstring or question).strip():
         replacements = replaced_numbers(variant, question, mentions)
-        done: set[int] = set()
         for form in ("value", "percent"):  # exact values first: a scaled match is only a fallback
-            for k, rep in enumerate(replacements):
-                if k in done or (form == "percent" and not rep.mention.percent):
+            for rep in replacements:
+                if form == "percent" and not rep.mention.percent:
                     continue
                 target = literal_form(rep.variant_value, form)
-                choices = [
-                    (-_similarity(lit, question, rep.mention), lit.order, lit)
-                    for lit in program.literals
-                    if lit.id not in assigned and not lit.excluded
-                    and abs(float(lit.value) - target) <= 1e-9 * max(1.0, abs(target))
-                ]
-                if not choices:
-                    continue
-                choices.sort(key=lambda c: (c[0], c[1]))
-                lit = choices[0][2]
-                value: Any = literal_form(rep.mention.value, form)
-                restored[lit.id] = float(value) if isinstance(lit.value, float) else value
-                assigned[lit.id] = (rep.mention, form)
-                done.add(k)
-        # the same large number left in another literal (fewer mentions found than uses): map it by value
-        by_value = {r.variant_value: r.mention for r in replacements}
-        for lit in program.literals:
-            mention = by_value.get(float(lit.value))
-            if lit.id not in restored and mention is not None:
-                restored[lit.id] = float(mention.value) if isinstance(lit.value, float) else mention.value
-    # 2. every other literal: exact value matches, best name similarity, then source order.
-    taken = {m.index for m, _ in assigned.values()}
-    pool = [lit for lit in program.literals if lit.id not in assigned and not lit.excluded]
-    pool.sort(key=lambda lit: (0 if lit.direct else 1, lit.order))
+                for lit in program.literals:
+                    if lit.id not in restored and not lit.excluded and _close(float(lit.value), target):
+                        value: Any = literal_form(rep.mention.value, form)
+                        restored[lit.id] = float(value) if isinstance(lit.value, float) else value
+    for lit in program.literals:
+        if lit.excluded is None:
+            value = restored.get(lit.id, lit.value)
+            probe = Literal(**{**lit.__dict__, "value": value})
+            lit.excluded = _unit_name(probe)
+    assigned: dict[int, tuple[Mention, str]] = {}  # literal id -> (mention, form)
+    pool = [lit for lit in program.literals if not lit.excluded]
+    candidates = []
     for lit in pool:
         value = float(restored.get(lit.id, lit.value))
-        if value in (0.0, 1.0) and not lit.direct:
-            continue  # 0 and 1 inside expressions are arithmetic, not quantities
-        options = []
+        if value == 0.0 and not lit.direct:
+            continue  # 0 inside an expression is arithmetic, not a quantity
         for mention in mentions:
-            if mention.index in taken:
-                continue
-            form = _value_matches(value, mention)
+            form = _value_matches(value, mention, question)
             if form is None:
                 continue
             sim = _similarity(lit, question, mention)
-            if (not lit.direct and value in UNIT_CONSTANTS and mention.kind == "digits" and sim == 0):
-                continue  # "/ 60" next to a question that says "60%": a unit constant, not that mention
-            weak = 1 if mention.kind == "structural" else 0
-            options.append((weak, 0 if form == "value" else 1, -sim, mention.index, mention, form))
-        if not options:
+            if not lit.direct and sim <= 0 and (value in UNIT_CONSTANTS or value == 1.0) and mention.kind != "structural":
+                continue  # "/ 60" next to "60%", "+ 1" next to "1 dog": arithmetic, not that mention
+            score = sim - (0.3 if mention.kind == "structural" else 0) - (0.2 if form != "value" else 0)
+            candidates.append([score, lit, mention, form, value])
+    # ties: keep the order of same-valued literals and mentions ("3 sprints 3 times a week")
+    rank_l: dict[int, int] = {}
+    rank_m: dict[tuple[float, int], int] = {}
+    for value in {c[4] for c in candidates}:
+        lits = sorted({c[1].id: c[1] for c in candidates if c[4] == value}.values(), key=lambda lit: lit.order)
+        ments = sorted({c[2].index for c in candidates if c[4] == value})
+        for i, lit in enumerate(lits):
+            rank_l[lit.id] = i
+        for i, index in enumerate(ments):
+            rank_m[(value, index)] = i
+    candidates.sort(key=lambda c: (
+        -c[0], 0 if c[1].direct else 1, abs(rank_l[c[1].id] - rank_m[(c[4], c[2].index)]), c[1].order, c[2].index,
+    ))
+    taken: set[int] = set()
+    for score, lit, mention, form, value in candidates:
+        if lit.id in assigned or mention.index in taken:
             continue
-        options.sort(key=lambda o: o[:4])
-        mention, form = options[0][4], options[0][5]
         assigned[lit.id] = (mention, form)
         taken.add(mention.index)
-    # 3. parameters: assigned literals whose mention can be re-rendered as digits.
+    # a literal whose value is a mention another literal took shares that parameter ("70 chips each")
+    for score, lit, mention, form, value in candidates:
+        if lit.id in assigned or score <= 0 or form != "value" or not mention.parameterisable or not lit.direct:
+            continue
+        owner = [lid for lid, (m, _) in assigned.items() if m.index == mention.index]
+        if owner and assigned[owner[0]][1] == "value":
+            assigned[lit.id] = (mention, form)
     constants: list[str] = []
+    unexplained: list[str] = []
+    by_mention: dict[int, ParamPlan] = {}
     params: list[ParamPlan] = []
-    used_names = _all_names(program.func)
     for lit in program.literals:
         value = restored.get(lit.id, lit.value)
         shown = format_value(value)
@@ -618,24 +701,68 @@ def plan_parameters(
             constants.append(f"{shown} ({lit.excluded})")
             continue
         if lit.id not in assigned:
-            why = "unit constant, not stated in the question" if float(value) in UNIT_CONSTANTS else "not stated in the question"
-            constants.append(f"{shown} ({why})")
+            if float(value) in UNIT_CONSTANTS:
+                constants.append(f"{shown} (unit constant, not stated in the question)")
+            else:
+                constants.append(f"{shown} (not stated in the question)")
+                unexplained.append(shown)
             continue
         mention, form = assigned[lit.id]
         if not mention.parameterisable:
             constants.append(f"{shown} (the question's word {mention.text!r}: cannot be re-rendered as digits)")
             continue
-        params.append(ParamPlan(name="", literal=lit.id, mention=mention, form=form, original=mention.value))
-    _name_params(params, program, question, used_names)
-    kept = [p for p in params if p.name not in frozen]
-    frozen_notes = [p.name for p in params if p.name in frozen]
+        if mention.index in by_mention:
+            by_mention[mention.index].literals.append((lit.id, form))
+            continue
+        plan = ParamPlan(name="", literals=[(lit.id, form)], mention=mention, original=mention.value)
+        by_mention[mention.index] = plan
+        params.append(plan)
+    _name_params(params, program, question, _all_names(program.func))
+    derived = _derived_from(program, params, restored, mentions, set(assigned))
+    frozen_all = set(frozen) | set(derived)
+    kept = [p for p in params if p.name not in frozen_all]
     for p in params:
-        if p.name in frozen:
-            constants.append(f"{format_value(p.original)} (kept constant after a failed round trip: {p.name})")
-    used_mentions = {p.mention.index for p in kept}
-    unused = [f"{m.text!r}" for m in mentions if m.kind in ("digits", "word") and m.index not in used_mentions
+        if p.name in frozen_all:
+            why = derived.get(p.name) or "a failed round trip"
+            constants.append(f"{format_value(p.original)} ({p.name}, kept constant: {why})")
+    used = {p.mention.index for p in kept}
+    unused = [repr(m.text) for m in mentions if m.kind in ("digits", "word") and m.index not in used
               and m.index not in {mm.index for mm, _ in assigned.values()}]
-    return Plan(kept, restored, constants, unused, frozen_notes)
+    return Plan(kept, restored, constants, unused, sorted(frozen_all & {p.name for p in params}), unexplained)
+
+
+def _derived_from(
+    program: PalProgram, params: Sequence[ParamPlan], restored: dict[int, Any], mentions: Sequence[Mention],
+    explained: set[int],
+) -> dict[str, str]:
+    """Parameters that a constant not stated in the question equals a one-step combination of
+    (``lodgepole_pine = 40`` where the question says "twenty ... twice as many"): the program
+    precomputed from them, so they must stay constant."""
+    assigned_ids = {lid for p in params for lid, _ in p.literals} | explained
+    values = [(p.name, float(p.original)) for p in params]
+    extra = [(None, float(v)) for m in mentions if m.kind == "structural" for v in (m.value, *m.alternatives)]
+    extra += [(None, float(m.value)) for m in mentions if m.kind in ("digits", "word")]
+    out: dict[str, str] = {}
+    for lit in program.literals:
+        if lit.id in assigned_ids or lit.excluded:
+            continue
+        c = float(restored.get(lit.id, lit.value))
+        if c in UNIT_CONSTANTS or abs(c) in (0.0, 1.0, 2.0, 0.5):
+            continue
+        for (na, a), (nb, b) in itertools.product(values, values + extra):
+            if na is None or (na == nb):
+                continue
+            for op, result in (("+", a + b), ("-", a - b), ("*", a * b), ("/", a / b if b else math.nan),
+                               ("- ", b - a), ("/ ", b / a if a else math.nan)):
+                if _close(result, c):
+                    names = [n for n in (na, nb) if n is not None]
+                    for n in names:
+                        out.setdefault(n, f"the program's {format_value(c)} is computed from it")
+                    break
+            else:
+                continue
+            break
+    return out
 
 
 def _all_names(func: ast.FunctionDef) -> set[str]:
@@ -780,7 +907,6 @@ class _BodyWriter:
     def __init__(self, program: PalProgram, plan: Plan) -> None:
         self.program = program
         self.plan = plan
-        self.by_literal = {p.literal: p for p in plan.params}
         func_names = _all_names(program.func)
         self.locals = {n.id for n in ast.walk(program.func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         self.locals |= {p.name for p in plan.params}
@@ -797,23 +923,26 @@ class _BodyWriter:
         return name
 
     def replace_literals(self, func: ast.FunctionDef) -> None:
-        ids = {id(self.program.literal(p.literal).node): p for p in self.plan.params}
+        ids = {id(self.program.literal(lid).node): (p, form) for p in self.plan.params for lid, form in p.literals}
         restored = {id(self.program.literal(lid).node): v for lid, v in self.plan.restored.items()}
 
         class Replace(ast.NodeTransformer):
             def visit_Constant(self, node: ast.Constant) -> ast.AST:
-                p = ids.get(id(node))
-                if p is None:
+                found = ids.get(id(node))
+                if found is None:
                     if id(node) in restored:
                         return ast.copy_location(ast.Constant(restored[id(node)]), node)
                     return node
+                p, form = found
                 name = ast.Name(p.name, ast.Load())
-                if p.form == "percent":
-                    return ast.copy_location(ast.BinOp(name, ast.Div(), ast.Constant(100)), node)
-                if p.form == "complement":
-                    share = ast.BinOp(name, ast.Div(), ast.Constant(100))
-                    return ast.copy_location(ast.BinOp(ast.Constant(1), ast.Sub(), share), node)
-                return ast.copy_location(name, node)
+                if form == "value":
+                    return ast.copy_location(name, node)
+                share = ast.BinOp(name, ast.Div(), ast.Constant(100))
+                if form == "complement":
+                    share = ast.BinOp(ast.Constant(1), ast.Sub(), share)
+                elif form == "increase":
+                    share = ast.BinOp(ast.Constant(1), ast.Add(), share)
+                return ast.copy_location(share, node)
 
         Replace().visit(func)
 
@@ -837,13 +966,24 @@ class _BodyWriter:
             assigned = sorted({n.id for s in [*stmt.body, *stmt.orelse] for n in ast.walk(s)
                                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} & self.bound)
             head = "for loop" if isinstance(stmt, ast.For) else "while loop"
+            guard: list[ast.stmt] = []
+            if isinstance(stmt, ast.While):
+                # a device must not hang on values the program never finishes for: cap the loop
+                counter = self.fresh("loop_steps")
+                guard = [ast.Assign([ast.Name(counter, ast.Store())], ast.Constant(0))]
+                check = ast.parse(
+                    f"{counter} += 1\n"
+                    f"if {counter} > {MAX_LOOP_STEPS}:\n"
+                    f"    raise ValueError('the loop did not finish within {MAX_LOOP_STEPS} steps')\n"
+                ).body
+                stmt.body = [*check, *stmt.body]
             parts: list[str | tuple[str]] = [f"After the {head}: "]
             if assigned and not in_loop:
                 for i, name in enumerate(assigned):
                     parts += [", " if i else "", f"{name} = ", (name,)]
             else:
                 parts.append("done")
-            return [stmt] if in_loop else [stmt, _narration(parts)]
+            return [*guard, stmt] if in_loop else [*guard, stmt, _narration(parts)]
         if isinstance(stmt, ast.If):
             stmt.body = self.statements(stmt.body, False, in_loop)
             stmt.orelse = self.statements(stmt.orelse, False, in_loop) if stmt.orelse else []
@@ -874,13 +1014,16 @@ class _BodyWriter:
             op = f" {_OPS.get(type(stmt.op), '?')}= "
         target_text = " = ".join(_clean_text(ast.unparse(t)) for t in targets)
         parts: list[str | tuple[str]] = [target_text + op + _clean_text(ast.unparse(value))]
-        middle = _substituted(value, self.locals)
+        plain = isinstance(value, (ast.Name, ast.Constant)) or (
+            isinstance(value, ast.UnaryOp) and isinstance(value.operand, ast.Constant))
+        middle = None if plain else _substituted(value, self.locals)
         if middle is not None:
             parts += [" = ", *middle]
         names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
         simple = all(isinstance(t, ast.Name) for t in targets)
         if simple and len(names) == 1 and not isinstance(stmt, ast.AugAssign):
-            parts += [" = ", (names[0],)]
+            if not (plain and not isinstance(value, ast.Name)):  # "years = 0" says it all
+                parts += [" = ", (names[0],)]
         elif names:
             parts.append(", so ")
             for i, name in enumerate(dict.fromkeys(names)):
@@ -1102,41 +1245,31 @@ def _run_original(program: PalProgram) -> Any:
 
 def choose_domains(program: PalProgram, plan: Plan, expected: Any) -> None:
     """Type and minimum of each parameter, checked by running the program (differential oracle)."""
-    base = {p.literal: p.literal_value(p.original) for p in plan.params}
+    base = oracle_values(plan.params, {p.name: p.original for p in plan.params})
+    loops = any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(program.func))
     for p in plan.params:
-        lit = program.literal(p.literal)
         integral = float(p.original).is_integer() and "." not in p.mention.text
-        literal_is_float = isinstance(lit.value, float) and p.form == "value"
+        literal_is_float = any(isinstance(program.literal(lid).value, float) and form == "value" for lid, form in p.literals)
         p.type = int if integral and not literal_is_float else float
-        if p.type is float and integral:
-            p.original = float(p.original)
-        elif p.type is int:
-            p.original = int(p.original)
+        p.original = p.type(p.original)
         if p.type is int and (p.mention.money or p.mention.percent):
             # a price or a percentage may well be a decimal: accept floats if the program agrees
-            trial = dict(base)
-            trial[p.literal] = p.literal_value(float(p.original))
-            if _agrees(program, trial, expected):
+            if _agrees(program, {**base, **p.literal_values(float(p.original))}, expected):
                 p.type = float
                 p.original = float(p.original)
-        # minimum: 0, exclusive when the program cannot run at 0 (a divisor, a count that must be positive)
+        base.update(p.literal_values(p.original))
+    for p in plan.params:
+        # minimum 0, exclusive when the program cannot run at 0 (a divisor, a count that must be positive)
         if float(p.original) < 0:
             p.minimum = None
             continue
         p.minimum = 0
-        trial = dict(base)
-        trial[p.literal] = p.literal_value(p.type(0))
-        if not _runs(program, trial):
+        if not _runs(program, {**base, **p.literal_values(p.type(0))}):
             p.exclusive_minimum = True
-            trial[p.literal] = p.literal_value(p.type(1))
-            if not _runs(program, trial) and float(p.original) > 1:
+            if float(p.original) > 1 and not _runs(program, {**base, **p.literal_values(p.type(1))}):
                 p.minimum = 1
-        if any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(program.func)):
-            p.maximum = float(max(1000, 100 * abs(float(p.original))))
-            if p.type is int:
-                p.maximum = int(p.maximum)
-    for p in plan.params:
-        base[p.literal] = p.literal_value(p.original)
+        if loops:  # bound the work a loop may do on a device
+            p.maximum = p.type(max(1000, 100 * abs(float(p.original))))
 
 
 def _runs(program: PalProgram, values: dict[int, Any]) -> bool:
@@ -1300,9 +1433,8 @@ class Importer:
         while total < self.options.round_trips and attempts < 6 * self.options.round_trips:
             attempts += 1
             values = draw_values(c.plan, rng)
-            oracle_values = {p.literal: p.literal_value(values[p.name]) for p in c.plan.params}
             try:
-                expected = c.program.run(oracle_values)
+                expected = c.program.run(oracle_values(c.plan.params, values))
             except (Exception, RunTimeout):  # noqa: BLE001 - outside the program's own domain: draw again
                 continue
             if not _numeric(expected):
@@ -1341,9 +1473,8 @@ class Importer:
         for p in c.plan.params:
             values = {q.name: q.original for q in c.plan.params}
             values[p.name] = draw_values(c.plan, rng)[p.name]
-            oracle_values = {q.literal: q.literal_value(values[q.name]) for q in c.plan.params}
             try:
-                expected = c.program.run(oracle_values)
+                expected = c.program.run(oracle_values(c.plan.params, values))
             except (Exception, RunTimeout):  # noqa: BLE001
                 continue
             ok, why = self._one_round_trip(entry, loaded, values, expected)
@@ -1366,6 +1497,7 @@ class Importer:
                     "row": t.row, "reference_row": t.ref_index, "join": t.join, "question": t.question,
                     "gold": t.gold, "params": [p.name for p in c.plan.params],
                     "frozen": c.plan.frozen, "attempts": len(outcome.attempts),
+                    "unexplained_constants": c.plan.unexplained, "unused_question_numbers": c.plan.unused_mentions,
                     "round_trip": f"{last.passed}/{last.total}" if last else "",
                     "compiled_sha256": c.compiled.sha256 if c.compiled is not None else "",
                 },

@@ -54,7 +54,7 @@ class ForwardResult:
 class LMEngine:
     """One loaded artefact: session, tokenizer, sparse head, and an LRU of prefix KV states."""
 
-    def __init__(self, artefact: str | Path, *, threads: int = 2, prefix_cache_bytes: int = 64 << 20) -> None:
+    def __init__(self, artefact: str | Path, *, threads: int = 2, prefix_cache_bytes: int = 256 << 20) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -80,6 +80,7 @@ class LMEngine:
         self._prefix_cache: OrderedDict[str, KVState] = OrderedDict()
         self.prefix_cache_bytes = prefix_cache_bytes
         self._prefix_lock = threading.Lock()
+        self._run_lock = threading.Lock()
         self._rows_cache: dict[tuple[int, ...], np.ndarray] = {}
         self._token_text: dict[int, str] = {}
         self._charset_tokens: dict[str, list[int]] = {}
@@ -129,7 +130,8 @@ class LMEngine:
             feeds[f"past_key_values.{i}.key"] = state.keys[i]
             feeds[f"past_key_values.{i}.value"] = state.values[i]
         names = (["logits"] if want_logits else []) + ["hidden"] + self._present
-        outputs = self.session.run(names, feeds)
+        with self._run_lock:  # one forward at a time: concurrent runs would only oversubscribe the cores
+            outputs = self.session.run(names, feeds)
         offset = 1 if want_logits else 0
         hidden = outputs[offset][0]
         presents = outputs[offset + 1 :]
