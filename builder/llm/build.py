@@ -30,6 +30,7 @@ from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
 from edge_runtime.embedder import Embedder
 from edge_runtime.errors import ArcError, CompileError
 from edge_runtime.extractor import Extractor
+from edge_runtime.metadata import EntryPoint
 from edge_runtime.registry import Registry
 
 INDEX = "build_index.jsonl"
@@ -59,8 +60,15 @@ def question_key(row: Mapping[str, Any]) -> str:
     return hashlib.sha256(" ".join(str(row["question"]).split()).encode("utf-8")).hexdigest()[:16]
 
 
+#: Rejections that say nothing about the question (the service failed, the builder has a bug): a re-run retries them.
+RETRIED_REASONS = frozenset({"llm_failed", "build_error"})
+
+
 class BuildStore:
-    """The registry directory: accepted modules (``*.py``) and the decision index."""
+    """The registry directory: accepted modules (``*.py``) and the decision index.
+
+    ``decisions`` holds the decided questions: accepted, or rejected for a reason other than
+    :data:`RETRIED_REASONS` (those lines stay in the index as history)."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
@@ -73,7 +81,7 @@ class BuildStore:
                     record = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # a line cut by a crash: that question is decided again
-                self.decisions[record["key"]] = record
+                self._note(record)
 
     def adopt_orphans(self) -> list[str]:
         """Modules written by a run that crashed before recording them are accepted entries: record them."""
@@ -98,7 +106,13 @@ class BuildStore:
             handle.write(json.dumps(decision, ensure_ascii=False, default=str) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
-        self.decisions[decision["key"]] = decision
+        self._note(decision)
+
+    def _note(self, decision: dict[str, Any]) -> None:
+        if decision.get("status") == "accepted" or decision.get("reason") not in RETRIED_REASONS:
+            self.decisions[decision["key"]] = decision
+        else:
+            self.decisions.pop(decision["key"], None)
 
 
 def load_registry(directory: Path, embedder: Embedder, *, threshold: float = 0.55, margin: float = 0.03) -> Registry:
@@ -200,7 +214,7 @@ class QuestionBuilder:
         self.test_round_trips(job, entry, compiled, report)
         return source
 
-    def assemble(self, job: Job, entry: Any, outcomes: list[FunctionOutcome]) -> str:
+    def assemble(self, job: Job, entry: EntryPoint, outcomes: list[FunctionOutcome]) -> str:
         reused = [o.reused["function"] for o in outcomes if o.reused]
         lines = [
             f"{entry.description}.",
@@ -214,7 +228,7 @@ class QuestionBuilder:
         chunks = [o.source for o in outcomes if o.source]
         return assemble_module(chunks, docstring="\n".join(lines) + "\n", entry=entry)
 
-    def test_original(self, final: Registry, compiled: LoadedCompiledEntry, entry: Any, reference: Any) -> None:
+    def test_original(self, final: Registry, compiled: LoadedCompiledEntry, entry: EntryPoint, reference: Any) -> None:
         try:
             dynamic = final.run(entry.id, entry.original_values, target_lm=self.target_lm).result[entry.answer_key]
             static = compiled.run(entry.original_values, target_lm=self.target_lm).result[entry.answer_key]
@@ -223,7 +237,7 @@ class QuestionBuilder:
         if not answers_match(dynamic, reference) or not answers_match(static, reference):
             raise Rejected("wrong_on_original", f"answers {dynamic!r} (compiled {static!r}); the transcript's answer is {reference!r}")
 
-    def test_round_trips(self, job: Job, entry: Any, compiled: LoadedCompiledEntry, report: EntryReport) -> None:
+    def test_round_trips(self, job: Job, entry: EntryPoint, compiled: LoadedCompiledEntry, report: EntryReport) -> None:
         seed = int(hashlib.sha256(f"{self.options.seed}:{job.key}".encode()).hexdigest()[:8], 16)
         trips = plan_round_trips(entry, self.options.round_trips, seed)
         if self.options.references and trips:
@@ -347,7 +361,7 @@ def cli_entries(args: Any) -> int:
     from rich.console import Console
 
     from builder.llm.client import ClientConfig
-    from builder.llm.report import summary_table
+    from builder.llm.report import entries_table, summary_table
 
     if not Path(args.transcripts).exists():
         print(f"arc-build: {args.transcripts} does not exist", file=sys.stderr)
@@ -369,7 +383,9 @@ def cli_entries(args: Any) -> int:
         return 2
     finally:
         client.close()
-    Console(stderr=bool(args.json)).print(summary_table(summary))
+    console = Console(stderr=bool(args.json))
+    console.print(entries_table(summary["reports"]))
+    console.print(summary_table(summary))
     if args.json:
         print(json.dumps({k: v for k, v in summary.items() if k != "reports"}))
     return 0

@@ -396,6 +396,12 @@ class LLMClient:
                 retry_after = _retry_after(exc.response.headers if exc.response is not None else {})
             except anthropic.APIConnectionError as exc:
                 failure = exc
+            except anthropic.CredentialsError as exc:
+                raise FatalLLMError(f"no usable API credential: set ANTHROPIC_API_KEY or pass api_key ({exc})") from exc
+            except TypeError as exc:  # the SDK's way of saying that no credential is configured at all
+                if "authentication" in str(exc):
+                    raise FatalLLMError(f"no API credential: set ANTHROPIC_API_KEY or pass api_key ({exc})") from exc
+                raise
             if attempt >= self.config.max_retries:
                 raise LLMError(f"gave up after {attempt + 1} attempts: {failure}") from failure
             self.sleep(self.backoff(attempt, retry_after))

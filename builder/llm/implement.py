@@ -33,7 +33,7 @@ from builder.llm.phases import Job, Plan, PlannedFunction, ask_builder, normalis
 from builder.llm.report import Rejected
 from builder.llm.verify import answers_match, jsonable
 from edge_runtime.context import Context
-from edge_runtime.errors import AmbiguousReferenceError, ArcError, NoMatchError, UnsafeCodeError
+from edge_runtime.errors import AmbiguousReferenceError, ArcError, NoMatchError
 from edge_runtime.metadata import SemanticFunction
 from edge_runtime.registry import Registry, RegisteredFunction, wrap_failures
 from edge_runtime.semantic import call_function

@@ -315,6 +315,11 @@ def plan_check(parameters: Parameters) -> Callable[[dict[str, Any]], list[str]]:
             for v in f["outputs"] + f["inputs"]:
                 if re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", v["description"]):
                     problems.append(f"{name}: {v['description']!r} is a variable name, not a description")
+        called = {normalise(c) for f in functions for c in f["calls"]}
+        problems += [
+            f"{f['name']} is planned but no function calls it" for f in functions
+            if f["name"] != answer["root"] and normalise(f["description"]) not in called
+        ]
         root = by_name.get(answer["root"])
         if root is not None:
             got = {normalise(v["description"]) for v in root["inputs"]}

@@ -154,3 +154,27 @@ def summary_table(summary: Mapping[str, Any]) -> Any:
         table.add_row("break-even hits (median; cache call ~$0)", str(summary["break_even_hits_median"]))
     table.add_row("seconds", str(summary["seconds"]))
     return table
+
+
+def entries_table(reports: Iterable[Mapping[str, Any]]) -> Any:
+    """One row per question: entry, decision, tries per function, reuse, cost, break-even."""
+    from rich.table import Table
+
+    table = Table(title="entries")
+    for column in ("question", "entry", "decision", "functions (tries / reused)", "$", "break-even"):
+        table.add_column(column, overflow="fold")
+    for r in reports:
+        functions = ", ".join(
+            f"{f['name']} ({'reused' if f.get('status') == 'reused' else f.get('tries', 0)})" for f in r.get("functions") or []
+        )
+        econ = r.get("economics") or {}
+        question = str(r.get("question", ""))
+        table.add_row(
+            question if len(question) <= 48 else question[:45] + "...",
+            r.get("entry_id") or "",
+            "accepted" if r.get("status") == "accepted" else f"rejected: {r.get('reason')}",
+            functions,
+            f"{float(r.get('cost_usd') or 0):.4f}",
+            str(econ.get("break_even_hits") or ""),
+        )
+    return table
