@@ -292,9 +292,9 @@ class PalProgram:
         class Fold(ast.NodeTransformer):
             def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
                 leaves = list(ast.walk(node))
-                if all(isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Constant, ast.operator, ast.unaryop)) for n in leaves) \
-                        and all(_numeric_node(n) is not None for n in leaves if isinstance(n, ast.Constant)) \
-                        and not any(isinstance(n, ast.Pow) for n in leaves):
+                if all(isinstance(n, _FOLDABLE) for n in leaves) and all(
+                    _numeric_node(n) is not None and abs(n.value) < 1e12 for n in leaves if isinstance(n, ast.Constant)
+                ):
                     try:
                         value = eval(compile(ast.Expression(node), "<fold>", "eval"), {"__builtins__": {}})  # noqa: S307
                     except Exception:  # noqa: BLE001 - 1/0 and the like stay as they are
@@ -337,6 +337,10 @@ class PalProgram:
         with deadline(self.timeout if timeout is None else timeout):
             exec(code, namespace)  # noqa: S102 - validated AST, reduced builtins, time budget
             return namespace["solution"]()
+
+
+_FOLDABLE = (ast.BinOp, ast.UnaryOp, ast.Constant, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod,
+             ast.USub, ast.UAdd)
 
 
 def _close(a: float, b: float) -> bool:
@@ -470,8 +474,6 @@ def _excluded_constants(stmt: ast.stmt) -> dict[int, str]:
         elif isinstance(node, ast.Subscript):
             for sub in ast.walk(node.slice):
                 out[id(sub)] = "an index"
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("pow",):
-            pass
     return out
 
 
@@ -536,11 +538,15 @@ def _tokens(text: str) -> set[str]:
     return out
 
 
-_MONEY_WORDS = frozenset(_tokens_raw := (
+_MONEY_WORDS = (
     "price cost dollar cent pay paid earn spend spent money fee wage salary charge budget income profit bill tip "
     "tax rent fare sell sold buy bought saving discount allowance cash fund worth revenue debt loan change "
-    "expense amount value rate").split())
+    "expense amount value rate"
+)
 _TIMES = re.compile(r"\s*(times|x)\b", re.IGNORECASE)
+
+
+_MONEY_TOKENS = _tokens(_MONEY_WORDS)
 
 
 def _similarity(literal: Literal, question: str, mention: Mention) -> float:
@@ -550,7 +556,7 @@ def _similarity(literal: Literal, question: str, mention: Mention) -> float:
     own = _tokens(own_text)
     others = _tokens(" ".join(literal.names))
     score = len(ctx & own) + 0.25 * len(ctx & others)
-    name_money = bool(_tokens(" ".join(literal.names if not literal.direct else [literal.direct])) & _tokens(" ".join(_MONEY_WORDS)))
+    name_money = bool(_tokens(literal.direct or " ".join(literal.names)) & _MONEY_TOKENS)
     if mention.money and literal.direct and not name_money:
         score -= 0.5
     if _TIMES.match(question[mention.end:mention.end + 8]):
@@ -786,9 +792,12 @@ def _name_params(params: list[ParamPlan], program: PalProgram, question: str, us
     for p in params:
         lit = program.literal(p.literal)
         candidate = None
+        plain = all(form == "value" for _, form in p.literals)
         if lit.direct and lit.top_level and not lit.in_loop and bound_before.get(lit.direct) == id(lit.node):
-            candidate = lit.direct  # `eggs_per_day = 16`: the variable itself becomes the parameter
-        if candidate is None or candidate in names:
+            # `eggs_per_day = 16`: the variable itself becomes the parameter; `discount = 0.2` for
+            # "20%": the parameter is the percentage and the statement computes the variable from it
+            candidate = lit.direct if plain else f"{lit.direct}_percent"
+        if candidate is None or candidate in names or (candidate != lit.direct and candidate in used):
             words = [w for w in words_after(question, p.mention, 4) if w.isalpha()]
             while words and words[0] in _STOP:
                 words = words[1:]
@@ -1016,7 +1025,10 @@ class _BodyWriter:
         parts: list[str | tuple[str]] = [target_text + op + _clean_text(ast.unparse(value))]
         plain = isinstance(value, (ast.Name, ast.Constant)) or (
             isinstance(value, ast.UnaryOp) and isinstance(value.operand, ast.Constant))
-        middle = None if plain else _substituted(value, self.locals)
+        stored = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        reads_target = any(isinstance(n, ast.Name) and n.id in stored for n in ast.walk(value))
+        # the narration runs after the assignment: a value that reads its own target would show the new value
+        middle = None if plain or reads_target else _substituted(value, self.locals)
         if middle is not None:
             parts += [" = ", *middle]
         names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
@@ -1125,7 +1137,8 @@ def render_source(t: Transcript, program: PalProgram, plan: Plan) -> str:
         if p.maximum is not None:
             fields.append(f"maximum={p.maximum!r}")
         param_lines.append("        Param(" + ", ".join(fields) + "),")
-    entry_description = f"GSM8K test question {t.ref_index}: {_shorten(t.question, 160)}"
+    source_name = "GSM8K test" if t.id_prefix == "gsm8k" else t.id_prefix
+    entry_description = f"{source_name} question {t.ref_index}: {_shorten(t.question, 160)}"
     const = _const_name(t.entry_id)
     imports = "".join(ast.unparse(node) + "\n" for node in program.imports)
     notes = [
@@ -1581,13 +1594,13 @@ class RegistryDir:
 
     def write_entry(self, result: ImportResult) -> None:
         assert result.id is not None
+        meta = self.entries / "_meta"  # written first: the entry file is the commit marker
+        meta.mkdir(exist_ok=True)
+        (meta / f"{result.id}.json").write_text(json.dumps(result.info, ensure_ascii=False, indent=1), encoding="utf-8")
         path = self.entries / f"{result.id}.py"
         tmp = path.with_suffix(".py.tmp")
         tmp.write_text(result.source, encoding="utf-8")
         os.replace(tmp, path)
-        meta = self.entries / "_meta"
-        meta.mkdir(exist_ok=True)
-        (meta / f"{result.id}.json").write_text(json.dumps(result.info, ensure_ascii=False, indent=1), encoding="utf-8")
 
     def write_rejection(self, handle: Any, result: ImportResult) -> None:
         handle.write(json.dumps({
@@ -1607,6 +1620,13 @@ class RegistryDir:
         tmp = self.index.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
         os.replace(tmp, self.index)
+
+
+def id_prefix_for(reference: str | Path) -> str:
+    """Entry ids are ``<prefix>-<reference row>``; the prefix is the reference file's first name part
+    (``gsm8k_test.jsonl`` -> ``gsm8k``)."""
+    head = re.split(r"[_.\-\s]", Path(reference).name.lower())[0]
+    return _sanitise(head) or "entry"
 
 
 def run_import(
@@ -1630,7 +1650,8 @@ def run_import(
     out = RegistryDir(registry_dir)
     accepted_before = out.accepted_ids()
     rejected_before = out.rejected()
-    joined = join_transcripts(rows, ref)
+    prefix = id_prefix_for(reference)
+    joined = join_transcripts(rows, ref, prefix)
     todo: list[Transcript] = []
     decided_now: list[ImportResult] = []
     with open(out.rejections, "a", encoding="utf-8") as handle:
@@ -1671,14 +1692,15 @@ def run_import(
                 bar.stop()
     meta = {"source": str(file), "reference": str(reference), "options": options.__dict__}
     out.write_index(meta)
-    accepted_ids = out.accepted_ids()
+    considered_ids = {t.entry_id for t in joined if isinstance(t, Transcript)}
+    accepted_ids = out.accepted_ids() & considered_ids
     rejected = out.rejected()
     considered_rows = set(range(len(rows)))
     by_reason = {reason: 0 for reason in REASONS}
     for row, record in rejected.items():
         if row in considered_rows:
             by_reason[record.get("reason", "runtime_error")] = by_reason.get(record.get("reason", "runtime_error"), 0) + 1
-    wrong = audit_entries(out, ref) if audit else None
+    wrong = audit_entries(out, ref, workers, prefix) if audit else None
     summary = {
         "total": len(rows),
         "accepted": len(accepted_ids),
@@ -1703,33 +1725,46 @@ def _results(todo: list[Transcript], options: ImportOptions, workers: int) -> It
         yield from pool.imap_unordered(_worker_run, todo, chunksize=4)
 
 
-def audit_entries(out: RegistryDir, reference: ReferenceIndex) -> int:
+def audit_entries(out: RegistryDir, reference: ReferenceIndex, workers: int = 1, prefix: str = "gsm8k") -> int:
     """Independent re-check of every accepted entry file: register, compile, answer the original
     question through the fast path; returns how many give a wrong answer (must be 0)."""
+    rows = {f"{prefix}-{row.index:04d}": row for row in reference.rows}
+    jobs = []
+    for path in sorted(out.entries.glob("*.py")):
+        row = rows.get(path.stem)
+        jobs.append((str(path), row.question if row else "", row.gold if row else None))
+    if workers <= 1 or len(jobs) < 16:
+        results = [_audit_one(job) for job in jobs]
+    else:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+        with ctx.Pool(workers) as pool:
+            results = pool.map(_audit_one, jobs, chunksize=16)
+    return sum(1 for ok in results if not ok)
+
+
+def _audit_one(job: tuple[str, str, Any]) -> bool:
     from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
     from edge_runtime.extractor import Extractor
     from edge_runtime.registry import Registry
 
-    extractor = Extractor(None)
-    embedder = ExactEmbedder()
-    wrong = 0
-    gold_by_id = {f"gsm8k-{row.index:04d}": row for row in reference.rows}
-    for path in sorted(out.entries.glob("*.py")):
-        registry = Registry(embedder)
-        try:
-            registry.add_file(path)
-            entry_id = path.stem
-            registry.check_entry(entry_id)
-            compiled = LoadedCompiledEntry(compile_entry(registry, entry_id).source, _sanitise(entry_id))
-            row = gold_by_id[entry_id]
-            values = extractor.extract(registry.entries[entry_id], row.question).values
-            with deadline(5.0):
-                answer = compiled.run(values).result["answer"]
-            if not is_close(answer, row.gold):
-                wrong += 1
-        except (Exception, RunTimeout):  # noqa: BLE001 - any failure of an accepted entry counts as wrong
-            wrong += 1
-    return wrong
+    path, question, gold = job
+    entry_id = Path(path).stem
+    try:
+        registry = Registry(_AUDIT_EMBEDDER)
+        registry.add_file(path)
+        registry.check_entry(entry_id)
+        compiled = LoadedCompiledEntry(compile_entry(registry, entry_id).source, _sanitise(entry_id))
+        values = Extractor(None).extract(registry.entries[entry_id], question).values
+        with deadline(5.0):
+            answer = compiled.run(values).result["answer"]
+        return gold is not None and is_close(answer, gold)
+    except (Exception, RunTimeout):  # noqa: BLE001 - any failure of an accepted entry counts as wrong
+        return False
+
+
+_AUDIT_EMBEDDER = ExactEmbedder()
 
 
 def summary_table(summary: dict[str, Any]) -> Any:

@@ -57,10 +57,16 @@ def _normalise(text: str) -> str:
 class Registry:
     """An in-memory registry of semantic functions and entry points with semantic discovery."""
 
-    def __init__(self, embedder: Embedder, *, threshold: float = 0.55, margin: float = 0.03) -> None:
+    def __init__(
+        self, embedder: Embedder, *, threshold: float = 0.55, margin: float = 0.03, exact_shortcut: bool = True
+    ) -> None:
+        """``exact_shortcut``: a reference spelled exactly like one candidate resolves to it without
+        embedding (same answer, since identical text has similarity 1; off, every reference is embedded,
+        which is how semantic discovery costs are measured)."""
         self.embedder = embedder
         self.threshold = threshold
         self.margin = margin
+        self.exact_shortcut = exact_shortcut
         self.functions: dict[str, RegisteredFunction] = {}
         self.entries: dict[str, EntryPoint] = {}
         self.sources: dict[str, str] = {}
@@ -154,7 +160,7 @@ class Registry:
             return None
         wanted = _normalise(query)
         exact = [i for i, c in enumerate(candidates) if _normalise(c) == wanted]
-        if len(exact) == 1:
+        if len(exact) == 1 and self.exact_shortcut:
             return exact[0]
         if vectors is None:
             embedded = self.embedder.embed([query, *candidates])

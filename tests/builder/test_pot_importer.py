@@ -1,0 +1,437 @@
+"""Offline PoT import (MiniCache construction): programs the tests write, the group mechanics, the
+CLI, and — when /work/shared/data is present — the first 40 GSM8K rows."""
+
+from __future__ import annotations
+
+import io
+import json
+import textwrap
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from builder.gsm8k import ReferenceIndex, gold_answer, normalise_question, replaced_numbers, scan_numbers
+from builder.pot_groups import GenerationFailed, GroupPolicy, PotGroup, Validation
+from builder.pot_importer import (
+    REASONS,
+    ExactEmbedder,
+    Importer,
+    ImportOptions,
+    Transcript,
+    run_import,
+)
+from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
+from edge_runtime.extractor import Extractor
+from edge_runtime.registry import Registry
+from edge_runtime.validator import validate_source
+
+DATA = Path("/work/shared/data/gsm8k")
+
+
+def program(question: str, body: str, imports: str = "") -> str:
+    """A PAL-style program: def solution() with the question as docstring."""
+    lines = textwrap.indent(textwrap.dedent(body).strip(), "    ")
+    return f'{imports}\ndef solution():\n    """{question}"""\n{lines}\n'
+
+
+def transcript(question: str, body: str, gold, *, index: int = 7, variant: str = "", imports: str = "") -> Transcript:
+    return Transcript(
+        row=0, code=program(question, body, imports), question=question, gold=gold, ref_index=index,
+        docstring=question, variant=variant,
+    )
+
+
+@pytest.fixture(scope="module")
+def importer() -> Importer:
+    return Importer(ImportOptions(seed=1))
+
+
+def accepted(importer: Importer, t: Transcript):
+    result = importer.import_one(t)
+    assert result.accepted, f"{result.reason}: {result.detail}"
+    return result
+
+
+def load_entry(source: str, entry_id: str):
+    """Register + compile an accepted source the way a bundle build does."""
+    registry = Registry(ExactEmbedder())
+    registry.add_source(source, f"{entry_id}.py", entry_id.replace("-", "_"))
+    registry.check_entry(entry_id)
+    compiled = LoadedCompiledEntry(compile_entry(registry, entry_id).source, entry_id.replace("-", "_"))
+    return registry.entries[entry_id], compiled
+
+
+def answer(entry, compiled, question: str):
+    values = Extractor(None).extract(entry, question).values
+    return compiled.run(values).result["answer"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Programs written here
+# ---------------------------------------------------------------------------------------------
+def test_simple_arithmetic_becomes_a_parameterised_entry(importer):
+    q = "Tom has 5 apples and buys 7 more apples. Each apple costs $2. How much are all his apples worth?"
+    t = transcript(q, """
+        apples_initial = 5
+        apples_bought = 7
+        price_per_apple = 2
+        total = (apples_initial + apples_bought) * price_per_apple
+        result = total
+        return result
+    """, 24)
+    result = accepted(importer, t)
+    validate_source(result.source)
+    assert result.id == "gsm8k-0007"
+    assert set(result.info["params"]) == {"apples_initial", "apples_bought", "price_per_apple"}
+    entry, compiled = load_entry(result.source, result.id)
+    assert "{apples_initial} apples" in entry.template and "${price_per_apple}" in entry.template
+    assert entry.question == q
+    assert answer(entry, compiled, q) == 24
+    assert answer(entry, compiled, q.replace("5 apples", "10 apples").replace("$2", "$3")) == 51
+    trace = compiled.run({"apples_initial": 5, "apples_bought": 7, "price_per_apple": 2}).narration_text()
+    # every step is narrated with its numbers: "total = (apples_initial + ...) * ... = (5 + 7) * 2.0 = 24.0"
+    assert any("(5 + 7) * 2" in step and step.endswith("24.0") for step in trace), trace
+    assert result.info["round_trip"] == "5/5"
+
+
+def test_number_word_is_a_parameter_rendered_as_digits(importer):
+    q = "Sara has three boxes with 12 pens in each box. How many pens does she have?"
+    t = transcript(q, """
+        boxes = 3
+        pens_per_box = 12
+        result = boxes * pens_per_box
+        return result
+    """, 36)
+    result = accepted(importer, t)
+    entry, compiled = load_entry(result.source, result.id)
+    assert "{boxes} boxes" in entry.template
+    assert entry.question == q.replace("three", "3")  # check_entry renders values as digits
+    assert "Sara has three boxes" in result.source  # the verbatim original stays in the module docstring
+    assert answer(entry, compiled, q) == 36  # the fast path reads "three" on the original question
+    assert answer(entry, compiled, q.replace("three", "5")) == 60
+    # the option to keep number words constant instead
+    plain = Importer(ImportOptions(number_words="constant")).import_one(t)
+    assert plain.accepted and plain.info["params"] == ["pens_per_box"]
+
+
+def test_unit_constant_stays_a_constant(importer):
+    q = "A movie lasts 2 hours and 15 minutes. How many minutes long is the movie?"
+    t = transcript(q, """
+        hours = 2
+        extra_minutes = 15
+        total_minutes = hours * 60 + extra_minutes
+        result = total_minutes
+        return result
+    """, 135)
+    result = accepted(importer, t)
+    assert set(result.info["params"]) == {"hours", "extra_minutes"}
+    assert "60 (unit constant, not stated in the question)" in result.source
+    entry, compiled = load_entry(result.source, result.id)
+    assert answer(entry, compiled, q.replace("2 hours", "3 hours")) == 195
+
+
+def test_unit_conversion_variable_never_takes_a_question_number(importer):
+    q = "A gym costs $12 a month. How much does it cost for 2 years?"
+    t = transcript(q, """
+        months_in_year = 12
+        price_per_month = 12
+        years = 2
+        result = months_in_year * years * price_per_month
+        return result
+    """, 288)
+    result = accepted(importer, t)
+    assert set(result.info["params"]) == {"price_per_month", "years"}
+    entry, compiled = load_entry(result.source, result.id)
+    assert answer(entry, compiled, q.replace("$12", "$10")) == 240
+
+
+def test_literal_not_in_the_question_stays_constant(importer):
+    q = "Jim earns $10 an hour and works 40 hours. Overtime pays time and a half. He works 5 hours of overtime. How much does he earn?"
+    t = transcript(q, """
+        wage = 10
+        hours = 40
+        overtime_hours = 5
+        overtime_wage = wage * 1.5
+        result = wage * hours + overtime_wage * overtime_hours
+        return result
+    """, 475)
+    result = accepted(importer, t)
+    assert set(result.info["params"]) == {"wage", "hours", "overtime_hours"}
+    assert "1.5 (not stated in the question)" in result.source
+    assert result.info["unexplained_constants"] == ["1.5"]
+
+
+def test_program_with_a_wrong_answer_is_rejected(importer):
+    q = "Ann has 4 cats and 3 dogs. How many pets does she have?"
+    t = transcript(q, """
+        cats = 4
+        dogs = 3
+        result = cats * dogs
+        return result
+    """, 7)
+    result = importer.import_one(t)
+    assert not result.accepted and result.reason == "wrong_on_original"
+
+
+def test_unsafe_program_is_rejected(importer):
+    q = "Ann has 4 cats and 3 dogs. How many pets does she have?"
+    t = transcript(q, """
+        cats = 4
+        dogs = 3
+        result = cats + dogs
+        return result
+    """, 7, imports="import os")
+    result = importer.import_one(t)
+    assert not result.accepted and result.reason == "unsafe_program"
+    t = transcript(q, """
+        cats = 4
+        dogs = eval("3")
+        return cats + dogs
+    """, 7)
+    assert importer.import_one(t).reason == "unsafe_program"
+
+
+def test_divisor_parameter_excludes_zero(importer):
+    q = "There are 12 cookies shared equally among 4 friends. How many cookies does each friend get?"
+    t = transcript(q, """
+        cookies = 12
+        friends = 4
+        result = cookies / friends
+        return result
+    """, 3)
+    result = accepted(importer, t)
+    entry, compiled = load_entry(result.source, result.id)
+    friends, cookies = entry.param("friends"), entry.param("cookies")
+    assert friends.minimum == 0 and friends.exclusive_minimum
+    assert cookies.minimum == 0 and not cookies.exclusive_minimum
+    assert answer(entry, compiled, q.replace("4 friends", "6 friends")) == 2
+
+
+def test_failed_round_trip_is_retried_with_the_blamed_parameter_constant():
+    q = "There are 12 cookies shared equally among 4 friends. How many cookies does each friend get?"
+    t = transcript(q, """
+        cookies = 12
+        friends = 4
+        result = cookies / friends
+        return result
+    """, 3)
+    flaky = Importer(ImportOptions(seed=1))
+    real = flaky._one_round_trip
+
+    def one_round_trip(entry, loaded, values, expected):  # pretend "friends" cannot be read back
+        if values.get("friends", 4) != 4:
+            return False, "param friends: extracted as None"
+        return real(entry, loaded, values, expected)
+
+    flaky._one_round_trip = one_round_trip
+    result = flaky.import_one(t)
+    assert result.accepted, result.detail
+    assert result.info["params"] == ["cookies"] and result.info["frozen"] == ["friends"]
+    assert result.info["attempts"] == 2  # MiniCache retry with the failure summary as reflection
+    assert "friends, kept constant: a failed round trip" in result.source
+    assert "{cookies} cookies" in result.source and "among 4 friends" in result.source
+    # with no retries left the same transcript is rejected
+    flaky.options.max_retries = 0
+    assert flaky.import_one(t).reason == "round_trip_failed"
+
+
+def test_percent_written_as_a_complement(importer):
+    q = "A jacket costs $50. It is on sale for 20% off. How much does the jacket cost now?"
+    t = transcript(q, """
+        price = 50
+        sale_factor = 0.8
+        result = price * sale_factor
+        return result
+    """, 40)
+    result = accepted(importer, t)
+    entry, compiled = load_entry(result.source, result.id)
+    assert "{sale_factor_percent}% off" in entry.template
+    assert entry.param("sale_factor_percent").original == 20
+    assert "sale_factor = 1 - sale_factor_percent / 100" in result.source  # the literal became an expression
+    assert answer(entry, compiled, q.replace("20%", "25%")) == pytest.approx(37.5)
+
+
+def test_gsm_hard_number_is_mapped_back_to_the_original(importer):
+    q = "Janet's ducks lay 16 eggs per day. She eats three for breakfast. She sells the rest for $2 each. How much does she make?"
+    variant = q.replace("16 eggs", "4933828 eggs")
+    t = transcript(q, """
+        eggs_per_day = 4933828
+        eggs_eaten = 3
+        price = 2
+        result = (eggs_per_day - eggs_eaten) * price
+        return result
+    """, 26, variant=variant)
+    result = accepted(importer, t)
+    entry, compiled = load_entry(result.source, result.id)
+    assert entry.param("eggs_per_day").original == 16
+    assert answer(entry, compiled, variant) == (4933828 - 3) * 2  # and it serves the GSM-Hard question too
+
+
+def test_program_without_question_numbers_and_crashing_program(importer):
+    q = "Ann has 4 cats and 3 dogs. How many pets does she have?"
+    hard_coded = importer.import_one(transcript(q, "return 7", 7))
+    assert hard_coded.reason == "no_parameters"
+    crash = importer.import_one(transcript(q, """
+        cats = 4
+        dogs = 3
+        return (cats + dogs) / 0
+    """, 7))
+    assert crash.reason == "runtime_error"
+
+
+def test_while_loop_gets_a_step_cap(importer):
+    q = "A plant is 3 cm tall and doubles every week. After how many weeks is it taller than 40 cm?"
+    t = transcript(q, """
+        height = 3
+        target = 40
+        weeks = 0
+        while height <= target:
+            height *= 2
+            weeks += 1
+        return weeks
+    """, 4)
+    result = accepted(importer, t)
+    assert "the loop did not finish" in result.source
+    entry, compiled = load_entry(result.source, result.id)
+    assert answer(entry, compiled, q.replace("40 cm", "100 cm")) == 6
+
+
+def test_number_scanning_and_gsm_hard_diff():
+    mentions = scan_numbers("She eats three of the 1,200 eggs, half of them, and 25% more for $2.50.")
+    assert [(m.text, m.value, m.kind) for m in mentions] == [
+        ("three", 3, "word"), ("1,200", 1200, "digits"), ("half", 0.5, "structural"),
+        ("25", 25, "digits"), ("2.50", 2.5, "digits"),
+    ]
+    assert mentions[3].percent and mentions[4].money
+    reps = replaced_numbers("He runs 99 sprints 3 times.", "He runs three sprints 3 times.")
+    assert [(r.variant_value, r.mention.text) for r in reps] == [(99.0, "three")]
+    assert gold_answer("so 1,000 - 2 = 998\n#### 998") == 998
+    assert normalise_question("Janet’s  ducks!") == normalise_question("janet s ducks")
+
+
+# ---------------------------------------------------------------------------------------------
+# MiniCache group mechanics
+# ---------------------------------------------------------------------------------------------
+def test_group_accepts_at_pass_rate_alpha_and_retries_with_reflections():
+    seen: list[tuple] = []
+
+    def generate(transcripts, reflections):
+        seen.append(tuple(reflections))
+        return len(reflections)  # the candidate improves with each reflection
+
+    def validate(candidate, generation, held_out):
+        passed = 3 + candidate
+        return Validation(passed, 5, tuple(f"failure {i}" for i in range(5 - passed)))
+
+    group = PotGroup("g", GroupPolicy(alpha=0.8, nu=1, max_retries=2), generate, validate)
+    outcome = group.add("t1")
+    assert outcome is not None and outcome.accepted is not None
+    assert group.status == "built" and len(outcome.attempts) == 2
+    assert seen == [(), ("failure 0", "failure 1")]  # the retry saw the failure summaries
+
+
+def test_group_backs_off_and_becomes_uncacheable():
+    policy = GroupPolicy(alpha=0.8, nu=2, beta=2.0, max_retries=1, max_build_failures=2, generation_share=0.5)
+    splits = []
+
+    def generate(transcripts, reflections):
+        return "candidate"
+
+    def validate(candidate, generation, held_out):
+        splits.append((list(generation), list(held_out)))
+        return Validation(1, 2, ("wrong on a held-out transcript",))
+
+    group = PotGroup("g", policy, generate, validate)
+    assert group.add("a") is None  # waiting for nu = 2 transcripts
+    first = group.add("b")
+    assert first is not None and first.accepted is None and first.reason == "round_trip_failed"
+    assert splits[0] == (["a"], ["b"])  # generation / validation split
+    assert group.nu == 4 and group.status == "collecting"  # nu <- beta * nu
+    assert group.add("c") is None
+    second = group.add("d")
+    assert second is not None and group.status == "uncacheable"
+    assert group.add("e") is None
+
+
+def test_group_stops_at_a_fatal_result():
+    calls = []
+
+    def generate(transcripts, reflections):
+        calls.append(1)
+        raise GenerationFailed("wrong_on_original", "returns 5, gold 7")
+
+    group = PotGroup("g", GroupPolicy(max_retries=3), generate, lambda *a: Validation(1, 1))
+    outcome = group.add("t")
+    assert outcome.reason == "wrong_on_original" and len(calls) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch import and CLI
+# ---------------------------------------------------------------------------------------------
+def _write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_run_import_is_resumable_and_the_cli_prints_one_json_object(tmp_path):
+    questions = [
+        ("Tom has 5 apples and buys 7 more. How many apples does he have?", "a = 5\nb = 7\nreturn a + b", 12),
+        ("Ann has 4 cats and 3 dogs. How many pets does she have?", "cats = 4\ndogs = 3\nreturn cats * dogs", 7),
+        ("A box holds 6 eggs. How many eggs are in 9 boxes?", "per_box = 6\nboxes = 9\nreturn per_box * boxes", 54),
+    ]
+    reference = _write_jsonl(tmp_path / "mini_test.jsonl", [
+        {"question": q, "answer": f"work\n#### {gold}"} for q, _, gold in questions
+    ])
+    rows = [{"code": program(q, body)} for q, body, _ in questions]
+    rows.append({"code": program("What is the meaning of life?", "return 42")})
+    source = _write_jsonl(tmp_path / "pot.jsonl", rows)
+    out = tmp_path / "registry"
+    first = run_import(source, reference, out, limit=2, workers=1)
+    assert first["accepted"] == 1 and first["rejected_by_reason"]["wrong_on_original"] == 1
+    assert (out / "entries" / "mini-0000.py").exists()  # ids: reference file prefix + reference row
+    buffer = io.StringIO()
+    from builder.cli import main
+
+    with redirect_stdout(buffer):
+        code = main(["import-pot", str(source), "--reference", str(reference), "--registry", str(out), "--json",
+                     "--workers", "1"])
+    assert code == 0
+    summary = json.loads(buffer.getvalue())  # exactly one JSON object on stdout
+    assert set(summary) == {"total", "accepted", "rejected_by_reason", "wrong_on_original", "seconds"}
+    assert summary["total"] == 4 and summary["accepted"] == 2 and summary["wrong_on_original"] == 0
+    assert summary["rejected_by_reason"]["no_match_in_gsm8k"] == 1
+    assert set(summary["rejected_by_reason"]) == set(REASONS)
+    rejections = [json.loads(line) for line in (out / "rejections.jsonl").read_text().splitlines()]
+    assert sorted(r["row"] for r in rejections) == [1, 3]  # the resumed run did not decide row 1 again
+    index = json.loads((out / "index.json").read_text())
+    assert index["accepted"] == ["mini-0000", "mini-0002"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Real data
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.skipif(not (DATA / "pal_gsmhard_v2.jsonl").exists(),
+                    reason="GSM8K data not found at /work/shared/data/gsm8k (see its README); skipping the real-data import")
+def test_first_40_gsm8k_rows(tmp_path):
+    out = tmp_path / "gsm8k"
+    summary = run_import(DATA / "pal_gsmhard_v2.jsonl", DATA / "gsm8k_test.jsonl", out, limit=40, workers=1)
+    assert summary["total"] == 40
+    assert summary["accepted"] >= 32, summary
+    assert summary["wrong_on_original"] == 0
+    reference = ReferenceIndex.load(DATA / "gsm8k_test.jsonl")
+    extractor = Extractor(None)
+    embedder = ExactEmbedder()
+    files = sorted((out / "entries").glob("*.py"))
+    assert len(files) == summary["accepted"]
+    for path in files:
+        source = path.read_text(encoding="utf-8")
+        validate_source(source, path.name)
+        registry = Registry(embedder)
+        registry.add_source(source, path.name, path.stem.replace("-", "_"))
+        compiled = compile_entry(registry, path.stem)
+        validate_source(compiled.source)
+        row = reference.rows[int(path.stem.split("-")[1])]
+        values = extractor.extract(registry.entries[path.stem], row.question).values
+        got = LoadedCompiledEntry(compiled.source, path.stem.replace("-", "_")).run(values).result["answer"]
+        assert abs(float(got) - float(row.gold)) <= 1e-6 * max(1.0, abs(float(row.gold))), path.name
