@@ -76,6 +76,9 @@ def build_bundle(
     progress(f"registering entry sources from {sources}")
     registry = Registry(OnnxSentenceEmbedder())
     registry.add_directory(sources)
+    if registry.near_duplicates:
+        a, b, score = registry.near_duplicates[0]
+        progress(f"{len(registry.near_duplicates)} near-duplicate function pair(s) kept for review, e.g. {a} ~ {b} ({score:.3f})")
     compiled = []
     for entry_id in sorted(registry.entries):
         progress(f"compiling {entry_id}")

@@ -24,6 +24,13 @@ def main(argv: list[str] | None = None) -> int:
     tm.add_argument("--recipe", default="int8", help="int8 | int8-fp32-down | fp32")
     tm.add_argument("--cache-dir", type=Path, default=Path("build/target-models"))
     tm.add_argument("--force", action="store_true", help="rebuild even if a cached artefact exists")
+    comp_reg = sub.add_parser("compile", help="compile a registry's accepted entries into a signed bundle")
+    comp_reg.add_argument("--registry", type=Path, required=True, help="registry dir (entry sources in DIR/entries or DIR)")
+    comp_reg.add_argument("--out", type=Path, required=True, help="bundle file path (NAME-VERSION.arcb) or directory")
+    comp_reg.add_argument("--name", default=None)
+    comp_reg.add_argument("--version", default="1")
+    comp_reg.add_argument("--key", type=Path, default=None)
+    comp_reg.add_argument("--no-target-model", action="store_true")
     keys = sub.add_parser("keys", help="make an Ed25519 signing key pair")
     keys.add_argument("--out", type=Path, default=None, help="directory (default: the default key directory)")
     bundle = sub.add_parser("bundle", help="compile entry sources into a signed bundle with its routing index")
@@ -75,6 +82,20 @@ def main(argv: list[str] | None = None) -> int:
         except TargetModelBuildError as exc:
             print(f"arc-build: {exc}", file=sys.stderr)
             return 2
+        print(path)
+        return 0
+    if args.command == "compile":
+        from builder.pipeline import make_bundle
+
+        sources = args.registry / "entries" if (args.registry / "entries").is_dir() else args.registry
+        out_dir, name, version = args.out, args.name or args.registry.name, args.version
+        if args.out.suffix == ".arcb":
+            out_dir = args.out.parent
+            name, _, version = args.out.stem.rpartition("-")
+        path = make_bundle(
+            sources, out_dir, name=name, version=version, key=args.key,
+            target_model=None if args.no_target_model else "default",
+        )
         print(path)
         return 0
     if args.command == "keys":

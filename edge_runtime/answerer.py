@@ -25,6 +25,9 @@ from edge_runtime.template_match import match_template
 
 #: Runs compiled entry code: (bundle digest, entry id, module source, values, timeout seconds) -> Execution.
 Executor = Callable[[str, str, str, dict[str, Any], float | None], Execution]
+#: Checked after a successful IS2: (entry, question, extracted values, IS2 path) -> None, or why the
+#: question needs other reasoning than the entry's (a MISS "reasoning_changed"); see edge_runtime/guard.py.
+Guard = Callable[[EntryPoint, str, dict[str, Any], str], str | None]
 
 
 class RouteCandidate(Protocol):
@@ -69,6 +72,7 @@ class Answerer:
         extractor: Extractor,
         executor: Executor,
         top_k: int = 3,
+        guard: Guard | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -80,6 +84,7 @@ class Answerer:
         self.extractor = extractor
         self.executor = executor
         self.top_k = top_k
+        self.guard = guard
         self._choices = {
             eid: {p.name: tuple(str(c) for c in p.choices) for p in e.params if p.choices} for eid, e in entries.items()
         }
@@ -158,6 +163,12 @@ class Answerer:
                 )
 
         eid, sim, values, path = chosen
+        if self.guard is not None:
+            t = time.perf_counter()
+            refusal = self.guard(self.entries[eid], query, values, path)
+            timings["is2_ms"] += (time.perf_counter() - t) * 1000
+            if refusal:
+                return miss("reasoning_changed", refusal, entry_id=eid, similarity=sim, parameters=values, path=path)
         t = time.perf_counter()
         try:
             execution = self.executor(self.digest, eid, self.modules[eid], values, timeout_s)

@@ -67,6 +67,10 @@ class Registry:
         self.threshold = threshold
         self.margin = margin
         self.exact_shortcut = exact_shortcut
+        #: Similarity at which two function descriptions are reported as near-duplicates (pairs kept in
+        #: ``near_duplicates``: the registry reports them for review and never merges them silently).
+        self.near_duplicate = 0.92
+        self.near_duplicates: list[tuple[str, str, float]] = []
         self.functions: dict[str, RegisteredFunction] = {}
         self.entries: dict[str, EntryPoint] = {}
         self.sources: dict[str, str] = {}
@@ -111,11 +115,24 @@ class Registry:
             added.append(reg.function.name)
         if new_functions:
             vectors = self.embedder.embed([r.function.description for r in new_functions])
+            self._report_near_duplicates(new_functions, vectors)
             self._vectors = np.vstack([self._vectors, vectors])
         for entry in new_entries:
             self.entries[entry.id] = EntryPoint(**{**entry.__dict__, "module": module})
             added.append(entry.id)
         return added
+
+    def _report_near_duplicates(self, new: list[RegisteredFunction], vectors: np.ndarray) -> None:
+        """Record (never merge) pairs of functions whose descriptions say nearly the same thing."""
+        if len(self._vectors):
+            scores = vectors @ self._vectors[: len(self._descriptions) - len(new)].T
+            existing = self.functions_by_index()
+            for i, j in zip(*np.nonzero(scores >= self.near_duplicate)):
+                self.near_duplicates.append((new[i].function.name, existing[j].function.name, float(scores[i, j])))
+        if len(new) > 1:
+            inner = vectors @ vectors.T
+            for i, j in zip(*np.nonzero(np.triu(inner, 1) >= self.near_duplicate)):
+                self.near_duplicates.append((new[i].function.name, new[j].function.name, float(inner[i, j])))
 
     def add_file(self, path: str | Path) -> list[str]:
         path = Path(path)

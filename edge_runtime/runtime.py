@@ -46,6 +46,7 @@ class RuntimeOptions:
     max_bundle_bytes: int = 256 << 20
     on_disagreement: str = "miss"
     top_k: int = 3
+    guard: bool = True  # the changed-reasoning guard between IS2 and IS3 (edge_runtime/guard.py)
 
 
 class EdgeRuntime:
@@ -171,10 +172,13 @@ class EdgeRuntime:
         engine = self._engine_for(bundle)
         extractor = Extractor(engine, on_disagreement=self.options.on_disagreement)
         router, threshold = self._router_for(bundle)
+        from edge_runtime.guard import make_guard
+
         return Answerer(
             name=bundle.name, version=bundle.version, digest=bundle.digest, entries=bundle.entries,
             modules=bundle.modules, router=router, threshold=threshold, extractor=extractor,
             executor=self._executor(engine), top_k=self.options.top_k,
+            guard=make_guard(getattr(router, "embedder", None)) if self.options.guard else None,
         )
 
     def _engine_for(self, bundle: Bundle) -> LMEngine | None:

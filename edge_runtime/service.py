@@ -23,6 +23,7 @@ _REASONS = {
     "execution_failed": pb.EXECUTION_FAILED,
     "deadline_exceeded": pb.DEADLINE_EXCEEDED,
     "resource_exhausted": pb.RESOURCE_EXHAUSTED,
+    "reasoning_changed": pb.REASONING_CHANGED,
 }
 MAX_BLOB_BYTES = 4 << 30
 

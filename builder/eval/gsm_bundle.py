@@ -1,0 +1,162 @@
+"""The GSM8K evaluation bundle: a subset of the imported GSM8K entries, the rest held out.
+
+``arc-build import-pot`` turns the PAL GSM-Hard programs into one entry per GSM8K test row
+(``gsm8k-NNNN``). The evaluation bundle holds
+
+- every accepted entry a dev set refers to (``gsm_symbolic_dev``: templates 0-29,
+  ``gsm_plus_dev``: 100 seeds), so those sets measure serving, not coverage;
+- ``others`` further accepted entries (default: all that are not held out);
+
+and holds out ``unrelated`` accepted entries (default 400, chosen with a fixed seed among the
+entries no dev set refers to). Their GSM8K questions become the *unrelated* query set: questions
+of the same style and domain that no entry of the bundle answers.
+
+    .venv/bin/python -m builder.eval.gsm_bundle [--registry build/eval/registry] [--out build/eval]
+
+imports the entries if the registry is empty, chooses the split, builds the signed bundle with
+the default target model, and writes the derived query sets (builder.eval.sets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from builder.eval.querysets import gsm8k_entry_id
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+GSM8K_TEST = DATA / "gsm8k" / "gsm8k_test.jsonl"
+PAL_GSMHARD = DATA / "gsm8k" / "pal_gsmhard_v2.jsonl"
+DEV_SETS = (DATA / "gsm_symbolic_dev.jsonl", DATA / "gsm_plus_dev.jsonl")
+EVAL_DIR = Path("build/eval")
+
+
+@dataclass(frozen=True)
+class Split:
+    """Which accepted entries go into the bundle and which are held out as unrelated questions."""
+
+    bundle_ids: tuple[str, ...]
+    unrelated_ids: tuple[str, ...]
+    dev_ids: tuple[str, ...]
+    seed: int
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps([self.bundle_ids, self.unrelated_ids]).encode()).hexdigest()[:10]
+
+    def save(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> "Split":
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return cls(tuple(data["bundle_ids"]), tuple(data["unrelated_ids"]), tuple(data["dev_ids"]), int(data["seed"]))
+
+
+def accepted_entries(registry: Path) -> set[str]:
+    """Entry ids the importer accepted (``entries/*.py``)."""
+    return {p.stem for p in (Path(registry) / "entries").glob("*.py") if not p.name.startswith("_")}
+
+
+def dev_entry_ids(dev_sets: tuple[Path, ...] = DEV_SETS) -> set[str]:
+    ids: set[str] = set()
+    for path in dev_sets:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    ids.add(gsm8k_entry_id(json.loads(line)["gsm8k_row"]))
+    return ids
+
+
+def choose_split(
+    accepted: set[str], dev_ids: set[str], *, unrelated: int = 400, others: int | None = None, seed: int = 0
+) -> Split:
+    """Dev entries always in the bundle; ``unrelated`` held out among the rest; then ``others`` (None: all left)."""
+    rest = sorted(accepted - dev_ids)
+    if unrelated > len(rest):
+        raise ValueError(f"only {len(rest)} accepted entries outside the dev sets; cannot hold out {unrelated}")
+    random.Random(seed).shuffle(rest)
+    held_out = sorted(rest[:unrelated])
+    remaining = rest[unrelated:]
+    chosen = remaining if others is None else remaining[:others]
+    bundle = sorted((dev_ids & accepted) | set(chosen))
+    return Split(tuple(bundle), tuple(held_out), tuple(sorted(dev_ids)), seed)
+
+
+def ensure_registry(registry: Path, *, workers: int | None = None) -> Path:
+    """Import the GSM8K entries into ``registry`` unless it already has them (the import is resumable)."""
+    if not accepted_entries(registry):
+        from builder.pot_importer import run_import
+
+        run_import(PAL_GSMHARD, GSM8K_TEST, registry, workers=workers, progress=True)
+    return registry
+
+
+def eval_key(directory: Path = EVAL_DIR / "keys") -> Path:
+    """A signing key of the evaluation's own (not the user's default key), created on first use."""
+    from builder.keys import PRIVATE_NAME, generate_keypair
+
+    private = Path(directory) / PRIVATE_NAME
+    if not private.exists():
+        generate_keypair(Path(directory))
+    return private
+
+
+def build_eval_bundle(
+    registry: Path,
+    split: Split,
+    out_dir: Path,
+    *,
+    key: Path,
+    target_model: str | Path | None = "default",
+    name: str = "gsm8k-eval",
+    reuse: bool = True,
+) -> Path:
+    """Copy the chosen entry sources into a temporary sources dir and pack them with make_bundle."""
+    from builder.pipeline import make_bundle
+
+    version = split.digest + ("" if target_model else "-nomodel")
+    path = Path(out_dir) / f"{name}-{version}.arcb"
+    if reuse and path.exists():
+        return path
+    with tempfile.TemporaryDirectory(prefix="arc-eval-sources-") as tmp:
+        sources = Path(tmp)
+        for entry_id in split.bundle_ids:
+            shutil.copy2(Path(registry) / "entries" / f"{entry_id}.py", sources / f"{entry_id}.py")
+        return make_bundle(sources, Path(out_dir), name=name, version=version, key=key, target_model=target_model)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Build the GSM8K evaluation bundle and its query sets.")
+    parser.add_argument("--registry", type=Path, default=EVAL_DIR / "registry")
+    parser.add_argument("--out", type=Path, default=EVAL_DIR)
+    parser.add_argument("--unrelated", type=int, default=400, help="accepted entries held out as unrelated questions")
+    parser.add_argument("--others", type=int, default=None, help="entries beyond the dev sets' (default: all not held out)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-target-model", action="store_true")
+    args = parser.parse_args(argv)
+
+    from builder.eval.sets import write_sets
+
+    ensure_registry(args.registry)
+    split = choose_split(accepted_entries(args.registry), dev_entry_ids(), unrelated=args.unrelated,
+                         others=args.others, seed=args.seed)
+    split.save(args.out / "split.json")
+    bundle = build_eval_bundle(args.registry, split, args.out / "bundles", key=eval_key(args.out / "keys"),
+                               target_model=None if args.no_target_model else "default")
+    sets = write_sets(args.out / "sets", split, args.registry)
+    print(json.dumps({"bundle": str(bundle), "entries": len(split.bundle_ids), "unrelated": len(split.unrelated_ids),
+                      "sets": {k: str(v) for k, v in sets.items()}}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

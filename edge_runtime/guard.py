@@ -1,0 +1,3 @@
+"""placeholder"""
+def make_guard(embedder=None):
+    return None
