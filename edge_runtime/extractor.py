@@ -1,7 +1,10 @@
 """IS2: pull an entry's parameters out of a question, then validate them.
 
-Three paths, cheapest first, each recorded in the result:
+Paths, cheapest first, each recorded in the result:
 - ``template``: the question is the entry's template with new slot values; no model call.
+- ``aligned``: the template reworded around its slots (names, objects changed) with every slot
+  pinned between unchanged neighbours and no quantity added, removed or changed outside the
+  slots (``template_align.py``); no model call.
 - ``lm-draft``: an aligner drafts every value, the model verifies the draft in one forward
   pass on the entry's cached prompt prefix; decoding resumes only where it disagrees.
 - ``lm``: constrained greedy decoding of the whole answer.
@@ -24,6 +27,7 @@ from edge_runtime.json_constraint import JsonSlotsConstraint, SlotSpec
 from edge_runtime.lm_engine import KVState, LMEngine
 from edge_runtime.metadata import EntryPoint, Param, format_value
 from edge_runtime.param_values import read_param
+from edge_runtime.template_align import aligned_values
 from edge_runtime.template_match import match_template
 
 SYSTEM = (
@@ -99,6 +103,7 @@ class Extractor:
         use_fast_path: bool = True,
         use_draft: bool = True,
         on_disagreement: str = "miss",
+        use_alignment: bool = True,
     ) -> None:
         """``on_disagreement`` decides what a model-path extraction may serve:
         ``"miss"`` (the default on devices) serves only a draft the model accepts whole — two
@@ -113,6 +118,7 @@ class Extractor:
         self.use_fast_path = use_fast_path
         self.use_draft = use_draft
         self.on_disagreement = on_disagreement
+        self.use_alignment = use_alignment
         if engine is not None:
             template = (engine.root / "chat_template.jinja").read_text(encoding="utf-8") if (
                 engine.root / "chat_template.jinja"
@@ -133,6 +139,15 @@ class Extractor:
                     template_failure = exc  # the text matched but a slot is not a valid value: let the model read it
                 else:
                     return Extraction(values, slots, "template", seconds=time.perf_counter() - started)
+        if self.use_fast_path and self.use_alignment and template_failure is None:
+            aligned = aligned_values(entry.template, entry.params, question)
+            if aligned is not None:
+                try:
+                    values = validate_spans(entry, aligned)
+                except ExtractionError as exc:
+                    template_failure = exc
+                else:
+                    return Extraction(values, aligned, "aligned", seconds=time.perf_counter() - started)
         if self.engine is None:
             if template_failure is not None:
                 raise template_failure
