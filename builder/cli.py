@@ -62,6 +62,17 @@ def main(argv: list[str] | None = None) -> int:
     ent.add_argument("--round-trips", type=int, default=4, help="robustness tests per entry")
     ent.add_argument("--limit", type=int, default=None, help="only the first N transcripts")
     ent.add_argument("--json", action="store_true", help="print one JSON summary object on stdout")
+    ev = sub.add_parser("eval", help="serve a bundle with a real edge server and compare ARC with other caches on query sets")
+    ev.add_argument("--bundle", type=Path, required=True)
+    ev.add_argument("--queries", type=Path, action="append", required=True, help="JSONL query set (repeatable)")
+    ev.add_argument("--json", type=Path, required=True, help="write the report here (per-query records beside it)")
+    ev.add_argument("--markdown", type=Path, default=None)
+    ev.add_argument("--plots", type=Path, default=Path("docs/img"), help="directory for PNG plots (default docs/img)")
+    ev.add_argument("--limit", type=int, default=None, help="at most N rows per set, spread over kinds")
+    ev.add_argument("--systems", default=None, help="comma-separated subset of arc,arc_guard_off,exact_cache,gptcache,gptcache_t0.9")
+    ev.add_argument("--speed-seconds", type=float, default=8.0, help="duration of each throughput run")
+    ev.add_argument("--no-probes", action="store_true", help="skip the below-threshold probes of the threshold sweep")
+    ev.add_argument("--resume", action="store_true", help="reuse the systems an interrupted run finished (<json stem>.parts/)")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
@@ -113,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(path)
         return 0
+    if args.command == "eval":
+        from builder.eval.runner import cli_eval
+
+        return cli_eval(args)
     if args.command == "import-pot":
         from builder.pot_importer import cli_import_pot
 

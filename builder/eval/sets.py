@@ -120,3 +120,41 @@ def write_sets(out_dir: Path, split: Split, registry: Path) -> dict[str, Path]:
     written["gsm_plus_tune"] = _write(out_dir / "gsm_plus_tune.jsonl", (r for r in plus if r["gsm8k_row"] in tune))
     written["gsm_plus_heldout"] = _write(out_dir / "gsm_plus_heldout.jsonl", (r for r in plus if r["gsm8k_row"] in held_out))
     return written
+
+
+def plus_split_report(records_path: Path, set_name: str = "gsm_plus_dev") -> str:
+    """Markdown: the figures of ``set_name`` per system × kind on the tune and the held-out halves
+    (records of an ``arc-build eval`` run, ``*.records.jsonl``)."""
+    from builder.eval.metrics import summarise_by_kind
+
+    records = [r for r in _read(Path(records_path)) if r["set"] == set_name]
+    tune, held_out = plus_split(int(r["expected_entry"].rsplit("-", 1)[1]) for r in records)
+    lines = ["| half | system | kind | served right | served wrong | changed served |", "|---|---|---|---:|---:|---:|"]
+    systems = list(dict.fromkeys(r["system"] for r in records))
+    for half, seeds in (("tune", tune), ("held-out", held_out)):
+        for system in systems:
+            mine = [r for r in records if r["system"] == system and int(r["expected_entry"].rsplit("-", 1)[1]) in seeds]
+            summary = summarise_by_kind(mine)
+            for kind, s in [("all", summary), *sorted(summary.get("by_kind", {}).items())]:
+                right = f"{s['served_right']}/{s['should_serve']}" if s["should_serve"] else "—"
+                wrong = f"{s['served_wrong']}/{s['should_serve']}" if s["should_serve"] else "—"
+                changed = f"{s['changed_served']}/{s['changed']}" if s["changed"] else "—"
+                lines.append(f"| {half} | {system} | {kind} | {right} | {wrong} | {changed} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Query-set helpers for arc-build eval.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    split = sub.add_parser("plus-split", help="tune / held-out figures of gsm_plus_dev from an eval run's records")
+    split.add_argument("records", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "plus-split":
+        print(plus_split_report(args.records), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

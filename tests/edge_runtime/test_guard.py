@@ -1,0 +1,201 @@
+"""The changed-reasoning guard (edge_runtime/guard.py) on hand-written entries and questions,
+and its place in the Answerer (a refusal is a MISS "reasoning_changed" before IS3 runs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from edge_runtime.answerer import Answerer
+from edge_runtime.context import NarrationStep
+from edge_runtime.extractor import Extraction
+from edge_runtime.guard import GuardConfig, ReasoningGuard, asked_noun, check, make_guard, scan, target_clause
+from edge_runtime.metadata import EntryPoint, Param
+from edge_runtime.registry import Execution
+
+DUCKS = EntryPoint(
+    id="ducks",
+    description="Janet's eggs: how much she makes at the market each day",
+    template=("Janet's ducks lay {eggs} eggs per day. She eats {eaten} for breakfast every morning and bakes muffins "
+              "for her friends every day with {baked}. She sells the remainder at the farmers' market daily for "
+              "${price} per fresh duck egg. How much in dollars does she make every day at the farmers' market?"),
+    params=(
+        Param("eggs", "eggs laid per day", int, 16, minimum=0),
+        Param("eaten", "eggs eaten per day", int, 3, minimum=0),
+        Param("baked", "eggs baked per day", int, 4, minimum=0),
+        Param("price", "price per egg in dollars", float, 2.0, minimum=0),
+    ),
+    root="answer the ducks question",
+    answer_key="answer",
+)
+
+VACUUMS = EntryPoint(
+    id="vacuums",
+    description="Melanie's vacuum cleaners",
+    template=("Melanie is a door-to-door saleswoman. She sold a third of her vacuum cleaners at the green house, "
+              "{red} more to the red house, and half of what was left at the orange house. If Melanie has {left} "
+              "vacuum cleaners left, how many did she start with?"),
+    params=(Param("red", "sold at the red house", int, 2, minimum=0), Param("left", "left at the end", int, 5, minimum=0)),
+    root="answer the vacuum question",
+    answer_key="answer",
+)
+
+DUCK_VALUES = {"eggs": 20, "eaten": 2, "baked": 5, "price": 3.0}
+
+
+def test_a_true_rephrase_passes():
+    question = ("Every day Janet's ducks lay 20 eggs. She eats 2 of them for breakfast and bakes muffins for her "
+                "friends with 5. She sells the remaining eggs at the farmers' market for $3 per fresh duck egg. "
+                "How much in dollars does she make every day at the farmers' market?")
+    assert check(DUCKS, question, DUCK_VALUES) is None
+
+
+def test_numbers_written_as_words_and_with_separators_are_bound():
+    entry = EntryPoint(
+        id="salary", description="savings", template="Ann earns ${pay} a month and saves {share}% of it. How much does she save in a year?",
+        params=(Param("pay", "monthly pay", float, 2000.0), Param("share", "percent saved", float, 10.0)), root="r",
+    )
+    question = "Ann earns $2,500.00 a month and saves twenty percent of it. How much does she save in a year?"
+    assert check(entry, question, {"pay": 2500.0, "share": 20.0}) is None
+
+
+def test_an_added_operation_with_a_new_number_is_refused():
+    question = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
+                "friends every day with 5. She also gives 4 eggs to her neighbour every day. She sells the remainder "
+                "at the farmers' market daily for $3 per fresh duck egg. How much in dollars does she make every day "
+                "at the farmers' market?")
+    refusal = check(DUCKS, question, DUCK_VALUES)
+    assert refusal is not None and "'4'" in refusal
+
+
+def test_an_added_cost_in_dollars_is_refused():
+    question = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
+                "friends every day with 5. She sells the remainder at the farmers' market daily for $3 per fresh duck "
+                "egg, and pays $6 a day for the stall. How much in dollars does she make every day at the farmers' market?")
+    assert check(DUCKS, question, DUCK_VALUES) is not None
+
+
+def test_a_reversed_question_target_is_refused():
+    question = ("Janet's ducks lay 16 eggs per day. She bakes muffins for her friends every day with 4 and sells the "
+                "remainder at the farmers' market daily for $2 per fresh duck egg, making $18 every day. How many eggs "
+                "does she eat for breakfast every morning?")
+    refusal = check(DUCKS, question, {"eggs": 16, "eaten": 18, "baked": 4, "price": 2.0})
+    assert refusal is not None and "asks for" in refusal
+
+
+def test_a_changed_final_question_without_a_named_quantity_is_refused():
+    question = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
+                "friends every day with 5. She sells the remainder at the farmers' market daily for $3 per fresh duck "
+                "egg. What fraction of the eggs does she eat?")
+    assert check(DUCKS, question, DUCK_VALUES) is not None
+
+
+def test_a_distraction_sentence_without_relevant_numbers_passes():
+    question = ("Janet's ducks lay 20 eggs per day. Her garden is full of red roses, and her neighbour owns 7 cats. "
+                "She eats 2 for breakfast every morning and bakes muffins for her friends every day with 5. She sells "
+                "the remainder at the farmers' market daily for $3 per fresh duck egg. How much in dollars does she "
+                "make every day at the farmers' market?")
+    assert check(DUCKS, question, DUCK_VALUES) is None
+
+
+def test_a_value_copied_from_inside_a_longer_number_is_refused():
+    question = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
+                "friends every day with 50. She sells the remainder at the farmers' market daily for $3 per fresh "
+                "duck egg. How much in dollars does she make every day at the farmers' market?")
+    refusal = check(DUCKS, question, {**DUCK_VALUES, "baked": 5})
+    assert refusal is not None and "baked" in refusal
+
+
+def test_a_changed_constant_of_the_reasoning_is_refused():
+    question = ("Melanie is a door-to-door saleswoman. She sold a quarter of her vacuum cleaners at the green house, "
+                "4 more to the red house, and half of what was left at the orange house. If Melanie has 4 vacuum "
+                "cleaners left, how many did she start with?")
+    refusal = check(VACUUMS, question, {"red": 4, "left": 4})
+    assert refusal is not None and "a third" in refusal
+
+
+def test_the_constants_restated_in_other_words_pass():
+    question = ("Melanie sells vacuum cleaners door to door. At the green house she sold one third of them, then 3 "
+                "more at the red house, and at the orange house half of the rest. If Melanie has 6 vacuum cleaners "
+                "left, how many did she start with?")
+    assert check(VACUUMS, question, {"red": 3, "left": 6}) is None
+
+
+def test_the_template_path_always_passes():
+    guard = make_guard()
+    question = DUCKS.render(DUCK_VALUES)
+    assert guard(DUCKS, question, DUCK_VALUES, "template") is None
+    assert guard(DUCKS, question, DUCK_VALUES, "lm-draft") is None
+
+
+def test_each_check_can_be_switched_off():
+    question = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
+                "friends every day with 5. She also gives 4 eggs to her neighbour every day. She sells the remainder "
+                "at the farmers' market daily for $3 per fresh duck egg. How much in dollars does she make every day "
+                "at the farmers' market?")
+    lenient = ReasoningGuard(GuardConfig(check_added=False))
+    assert lenient(DUCKS, question, DUCK_VALUES, "lm-draft") is None
+
+
+def test_number_scanner_and_question_helpers():
+    texts = [m.text for m in scan("She sold a third of 1,200 pens, twice 3 1/2 boxes and forty-two cups, 25% on the 1st day.")]
+    assert texts == ["a third", "1,200", "twice", "3 1/2", "forty-two", "25"]
+    percent = scan("25% of it")[0]
+    assert percent.percent and 0.25 in percent.values
+    assert target_clause("Tom has 3 cats. If each eats 2 cans, how many cans do they eat?") == "how many cans do they eat?"
+    assert asked_noun("how many corn chips were there") == {"corn", "chip"}
+    assert asked_noun("how much does it cost") == set()
+
+
+# ---- in the Answerer -------------------------------------------------------------------------
+
+
+@dataclass
+class _Route:
+    entry_id: str
+    similarity: float
+
+
+class _Router:
+    def route(self, query: str, k: int = 3):
+        return [_Route("ducks", 0.9)]
+
+
+class _Extractor:
+    def extract(self, entry, question):
+        return Extraction(dict(DUCK_VALUES), {}, "lm-draft")
+
+
+def _answerer(guard) -> tuple[Answerer, list]:
+    ran = []
+
+    def executor(digest, entry_id, source, values, timeout):
+        ran.append(values)
+        return Execution({"answer": 42}, [NarrationStep("f", "ran")])
+
+    answerer = Answerer(
+        name="t", version="1", digest="d", entries={"ducks": DUCKS}, modules={"ducks": ""}, router=_Router(),
+        threshold=0.5, extractor=_Extractor(), executor=executor, guard=guard,
+    )
+    return answerer, ran
+
+
+@pytest.mark.parametrize("guard_on", [True, False])
+def test_the_answerer_misses_with_reasoning_changed_before_running_the_entry(guard_on):
+    answerer, ran = _answerer(make_guard() if guard_on else None)
+    question = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast and bakes muffins with 5. She also gives "
+                "4 eggs to her neighbour every day. She sells the rest for $3 per egg. How much in dollars does she make?")
+    answer = answerer.answer(question)
+    if guard_on:
+        assert not answer.hit and answer.miss_reason == "reasoning_changed" and "'4'" in answer.miss_detail
+        assert answer.entry_id == "ducks" and ran == []
+    else:
+        assert answer.hit and answer.answer == 42 and len(ran) == 1
+
+
+def test_reasoning_changed_is_a_miss_reason_of_the_contract():
+    from edge_runtime.proto import edge_pb2 as pb
+    from edge_runtime.service import _REASONS
+
+    assert _REASONS["reasoning_changed"] == pb.REASONING_CHANGED == 9
