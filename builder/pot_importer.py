@@ -46,16 +46,14 @@ import math
 import os
 import random
 import re
-import signal
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from builder.time_limit import time_limit
 from builder.gsm8k import (
     Mention,
     ReferenceIndex,
@@ -195,23 +193,9 @@ class RunTimeout(BaseException):
     """A program ran past its time budget (a BaseException, so entry code cannot swallow it as Exception)."""
 
 
-@contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Interrupt the block after ``seconds`` (SIGALRM; a no-op outside the main thread)."""
-    if seconds <= 0 or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
-
-    def on_alarm(signum: int, frame: Any) -> None:
-        raise RunTimeout(f"ran longer than {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def deadline(seconds: float):  # noqa: ANN201 - a context manager
+    """Interrupt the block after ``seconds`` with RunTimeout (see builder.time_limit)."""
+    return time_limit(seconds, RunTimeout)
 
 
 @dataclass

@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import ast
 import copy
-import signal
-import threading
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
+from builder.time_limit import time_limit
 from builder.llm import prompts
 from builder.llm.assemble import assemble_module
 from builder.llm.client import JUDGES, AnswerError, LLMClient, Tool
@@ -78,25 +76,6 @@ def clone_registry(registry: Registry) -> Registry:
         if isinstance(value, (dict, list)):
             setattr(clone, name, copy.copy(value))
     return clone
-
-
-@contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Interrupt candidate code that runs too long (only possible on the main thread; elsewhere no limit)."""
-    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"the function ran longer than {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @dataclass
