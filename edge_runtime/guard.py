@@ -12,17 +12,18 @@ template's literal text and its parameters — and refuses with a reason:
    (a span copied from inside a longer number, "4" out of "40", is refused);
 2. **constants stated** — every number in the template's literal text (the reasoning's constants:
    "a third", "twice", "10 years older") is stated in the question with the same value;
-3. **no added quantities** — every other number of the question is either one of those, or shown
-   irrelevant: a number whose own words (the quantity it counts, or its sentence) share nothing with
-   the template is a distraction; one that counts something the template talks about ("$30 on a
-   yellow tie" in a question about ties and dollars) is an added operation;
+3. **no added quantities** — every other number of the question is either one of those, a
+   restatement of a bound value ("in 4 years ... in 4 years"), or shown irrelevant: a number whose
+   counted words (the two content words after it) are not template words is a distraction ("her
+   neighbour owns 7 cats"); one that counts something the template talks about ("$30 on a yellow
+   tie" in a question about ties) is an added operation;
 4. **same target** — the question's final question asks for the same thing as the template's
    ("how many *years*" is not "how many *inches*"): compared by the asked noun and by
    content-word overlap of the two question clauses.
 
 A removed value cannot be extracted, so it is a MISS before the guard runs. The template fast path
 (the question is the template with new slot values) passes without checks: its literal text is
-the entry's own. Everything here is string work on one question: tens of microseconds.
+the entry's own. Everything here is string work on one question: well under a millisecond.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class Mention:
     end: int
     text: str
     values: tuple[float, ...]  # the first is the value as read; then alternatives (percent as a rate, "half" as /2)
-    weak: bool = False  # "one", "a half": often not a quantity of the problem ("one of them", "each one")
+    weak: bool = False  # "one", "zero": often not a quantity of the problem ("one of them", "each one")
     percent: bool = False
     money: bool = False
 
