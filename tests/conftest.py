@@ -27,3 +27,32 @@ def example_registry(embedder):
     registry = Registry(embedder)
     registry.add_directory(EXAMPLES)
     return registry
+
+
+@pytest.fixture(scope="session")
+def tiny_base(tmp_path_factory):
+    """One directory for the tiny random Llama and its artefacts, built once per session (tests/tiny_llama.py)."""
+    from tiny_llama import session_base
+
+    return session_base(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tiny_base):
+    from tiny_llama import tiny_llama_dir
+
+    return tiny_llama_dir(tiny_base)
+
+
+@pytest.fixture(scope="session")
+def tiny_fp32(tiny_base):
+    from tiny_llama import tiny_artefact
+
+    return tiny_artefact(tiny_base, "fp32")
+
+
+@pytest.fixture(scope="session")
+def tiny_int8(tiny_base):
+    from tiny_llama import tiny_artefact
+
+    return tiny_artefact(tiny_base, "int8")

@@ -22,26 +22,6 @@ ARTEFACT_FILES = {
 }
 
 
-@pytest.fixture(scope="session")
-def tiny_base(tmp_path_factory) -> Path:
-    return session_base(tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def tiny_dir(tiny_base) -> Path:
-    return tiny_llama_dir(tiny_base)
-
-
-@pytest.fixture(scope="session")
-def tiny_fp32(tiny_base) -> Path:
-    return tiny_artefact(tiny_base, "fp32")
-
-
-@pytest.fixture(scope="session")
-def tiny_int8(tiny_base) -> Path:
-    return tiny_artefact(tiny_base, "int8")
-
-
 def independent_dir_sha256(folder: Path) -> str:
     """Names and bytes of every file, sorted by relative path (written here, not imported)."""
     digest = hashlib.sha256()

@@ -87,11 +87,6 @@ SHIP_TRUTH = {
 SHIP_QUESTIONS = list(SHIP_TRUTH)
 
 
-@pytest.fixture(scope="session")
-def tiny_fp32(tmp_path_factory) -> Path:
-    return tiny_artefact(session_base(tmp_path_factory), "fp32")
-
-
 @pytest.fixture(scope="module")
 def engine(tiny_fp32) -> LMEngine:
     return LMEngine(tiny_fp32)

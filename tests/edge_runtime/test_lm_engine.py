@@ -30,26 +30,6 @@ PROMPTS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def tiny_base(tmp_path_factory) -> Path:
-    return session_base(tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def tiny_dir(tiny_base) -> Path:
-    return tiny_llama_dir(tiny_base)
-
-
-@pytest.fixture(scope="session")
-def tiny_fp32(tiny_base) -> Path:
-    return tiny_artefact(tiny_base, "fp32")
-
-
-@pytest.fixture(scope="session")
-def tiny_int8(tiny_base) -> Path:
-    return tiny_artefact(tiny_base, "int8")
-
-
 @pytest.fixture(scope="module")
 def engine(tiny_fp32) -> LMEngine:
     return LMEngine(tiny_fp32)
