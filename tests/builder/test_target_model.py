@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from builder.target_model import ARTEFACT_VERSION, RECIPES, TargetModelBuildError, build_target_model, sha256_of
-from tiny_llama import ROPE_THETA, session_base, tiny_artefact, tiny_llama_dir
+from tiny_llama import ROPE_THETA
 
 ARTEFACT_FILES = {
     "model.onnx",

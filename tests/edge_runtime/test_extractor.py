@@ -22,7 +22,7 @@ from edge_runtime.json_constraint import JsonSlotsConstraint
 from edge_runtime.lm_engine import LMEngine
 from edge_runtime.metadata import EntryPoint, Param
 from edge_runtime.param_values import read_param
-from tiny_llama import chatml, session_base, tiny_artefact
+from tiny_llama import chatml
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ import pytest
 from edge_runtime.errors import TargetModelError
 from edge_runtime.lm_engine import LMEngine
 from edge_runtime.onnx_target_lm import OnnxTargetLM
-from tiny_llama import chatml, session_base, tiny_artefact, tiny_llama_dir
+from tiny_llama import chatml
 
 REPO = Path(__file__).resolve().parents[2]
 
