@@ -8,7 +8,9 @@ Paths, cheapest first, each recorded in the result:
 - ``lm-draft``: an aligner drafts every value, the model verifies the draft in one forward
   pass on the entry's cached prompt prefix; decoding resumes only where it disagrees.
 - ``lm``: constrained greedy decoding of the whole answer.
-Both model paths give exactly the constrained greedy answer. Every value then passes the
+Both model paths give the constrained greedy answer (a draft's spelling of the closing
+structure, '"' or '",', is kept when the model prefers the other). Only a draft the model
+reproduces value for value counts as agreement. Every value then passes the
 parameter's type and domain check; failure is an ExtractionError with the MISS reason.
 """
 
@@ -186,7 +188,10 @@ class Extractor:
             passes += 1
             hidden_rows = result.hidden[len(suffix_ids) - 1 :]  # row j predicts draft token j
             accepted, diverged = self._verify(machine, draft_ids, hidden_rows)
-            if machine.done:
+            # The machine can finish while disagreeing: the model may close the last value early
+            # ("2" where the draft says "21"). Only an answer equal to the draft is agreement.
+            agreed = machine.done and machine.result() == {p.name: draft[p.name] for p in entry.params}
+            if agreed or (machine.done and self.on_disagreement == "decode"):
                 return self._finish(machine, "lm-draft", passes, accepted, len(draft_ids), t0, t1)
             if self.on_disagreement == "miss":
                 raise ExtractionError(
@@ -219,6 +224,8 @@ class Extractor:
                 break
             allowed = machine.allowed()
             choice = self._choose(hidden_rows[position], allowed)
+            if position < len(draft_ids) and machine.ends_value(choice) and machine.ends_value(draft_ids[position]):
+                choice = draft_ids[position]  # both end the value here: spelling '"' or '",' is not a disagreement
             if position >= len(draft_ids) or draft_ids[position] != choice:
                 machine.advance(choice)
                 return position, (choice, machine.forced())

@@ -114,6 +114,10 @@ class JsonSlotsConstraint:
             allowed += closers
         return allowed
 
+    def ends_value(self, token: int) -> bool:
+        """Whether ``token`` closes the current value (several spellings of the closing text do)."""
+        return not self.done and token in self._closers[self._slot]
+
     def advance(self, token: int) -> None:
         """Take the model's choice (or a verified draft token) at a decision point."""
         closers = self._closers[self._slot]

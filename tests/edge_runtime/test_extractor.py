@@ -569,3 +569,70 @@ def test_real_smollm2_out_of_domain_question(smollm2, gas):
         served = Extractor(engine).extract(gas, question)
         pytest.fail(f"served {served.values} via {served.path}")
     assert info.value.reason == "validation_failed"
+
+
+class _ClosesEarly(Extractor):
+    """A reader that ends every value after its first token (as a small model does with '21' → '2')."""
+
+    def _choose(self, hidden, allowed):
+        closers = sorted((t for t in allowed if self.engine.token_text(t).startswith('"')),
+                         key=lambda t: -len(self.engine.token_text(t)))  # '",' as the draft spells it
+        first = [t for t in allowed if self.engine.token_text(t) in ("sea", "2")]  # the draft's first tokens
+        return (closers or first or allowed)[0]
+
+
+def test_a_value_cut_short_by_the_model_is_not_agreement(engine):
+    """The machine finishes when the model closes the last value early; that must not pass for agreement."""
+    entry = EntryPoint(
+        id="count-late",
+        description="boxes shipped",
+        template="Ship {mode} boxes: {count}.",
+        params=(
+            Param("mode", "transport mode", type=str, original="air", choices=("air", "sea")),
+            Param("count", "number of boxes", type=int, original=21, minimum=1, maximum=100),
+        ),
+        root="ship boxes",
+    )
+    question = "By sea, please ship 21 boxes."
+    assert len(engine.encode("21")) == 2  # digits are single tokens, so '2' is a proper prefix
+    with pytest.raises(ExtractionError) as info:
+        _ClosesEarly(engine, use_fast_path=False, on_disagreement="miss").extract(entry, question)
+    assert info.value.reason == "extraction_failed", info.value.detail
+    assert "disagree after" in info.value.detail, info.value.detail
+    decoded = _ClosesEarly(engine, use_fast_path=False, on_disagreement="decode")._with_model(entry, question)
+    assert decoded.spans == {"mode": "sea", "count": "2"}  # 'decode' serves the model's own reading
+
+
+class _ReadsRightSpellsClosersShort(Extractor):
+    """A reader that gets every value right but closes each with a bare '"' where the draft has '",'."""
+
+    truth = ("sea", "21")
+
+    def _verify(self, machine, draft_ids, hidden_rows):
+        self.machine = machine
+        return super()._verify(machine, draft_ids, hidden_rows)
+
+    def _choose(self, hidden, allowed):
+        value, target = self.machine._value_text, self.truth[self.machine._slot]
+        texts = {t: self.engine.token_text(t) for t in allowed}
+        if value == target:
+            return min((t for t in allowed if texts[t].startswith('"')), key=lambda t: len(texts[t]))
+        return next(t for t in allowed if texts[t] and target.startswith(value + texts[t]))
+
+
+def test_the_spelling_of_a_closing_quote_is_not_a_disagreement(engine):
+    """'"' and '",' both end a value; a model preferring the other spelling still agrees with the draft."""
+    entry = EntryPoint(
+        id="count-late",
+        description="boxes shipped",
+        template="Ship {mode} boxes: {count}.",
+        params=(
+            Param("mode", "transport mode", type=str, original="air", choices=("air", "sea")),
+            Param("count", "number of boxes", type=int, original=21, minimum=1, maximum=100),
+        ),
+        root="ship boxes",
+    )
+    reader = _ReadsRightSpellsClosersShort(engine, use_fast_path=False, on_disagreement="miss")
+    served = reader.extract(entry, "By sea, please ship 21 boxes.")
+    assert served.values == {"mode": "sea", "count": 21} and served.path == "lm-draft"
+    assert served.forward_passes == 1
