@@ -96,14 +96,20 @@ def draft_values(template: str, params: tuple[Param, ...], question: str) -> dic
         if name not in draft and j not in used:
             draft[name] = found[j].group(0)
             used.add(j)
-    low = question.lower()
     for param in params:
         if param.name in draft:
             continue
         if param.choices is None:
             return None
-        named = [str(c) for c in param.choices if re.search(rf"\b{re.escape(str(c).lower())}\b", low)]
-        if len(named) != 1:
+        named = named_choice(param, question)
+        if named is None:
             return None
-        draft[param.name] = named[0]
+        draft[param.name] = named
     return {p.name: draft[p.name] for p in params}
+
+
+def named_choice(param: Param, question: str) -> str | None:
+    """The one option of a choice parameter the question names as a whole word, else None."""
+    low = question.lower()
+    named = [str(c) for c in param.choices or () if re.search(rf"\b{re.escape(str(c).lower())}\b", low)]
+    return named[0] if len(named) == 1 else None

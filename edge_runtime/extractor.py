@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from edge_runtime.draft import draft_values
+from edge_runtime.draft import draft_values, named_choice
 from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
 from edge_runtime.json_constraint import JsonSlotsConstraint, SlotSpec
 from edge_runtime.lm_engine import KVState, LMEngine
@@ -187,7 +187,8 @@ class Extractor:
             result = engine.forward(suffix_ids + draft_ids, state)
             passes += 1
             hidden_rows = result.hidden[len(suffix_ids) - 1 :]  # row j predicts draft token j
-            accepted, diverged = self._verify(machine, draft_ids, hidden_rows)
+            named = {i for i, p in enumerate(entry.params) if p.choices is not None and named_choice(p, question) is not None}
+            accepted, diverged = self._verify(machine, draft_ids, hidden_rows, named)
             # The machine can finish while disagreeing: the model may close the last value early
             # ("2" where the draft says "21"). Only an answer equal to the draft is agreement.
             agreed = machine.done and machine.result() == {p.name: draft[p.name] for p in entry.params}
@@ -209,9 +210,13 @@ class Extractor:
         return self._finish(machine, path, passes, accepted, len(draft_ids), t0, t1)
 
     def _verify(
-        self, machine: JsonSlotsConstraint, draft_ids: list[int], hidden_rows: np.ndarray
+        self, machine: JsonSlotsConstraint, draft_ids: list[int], hidden_rows: np.ndarray, named: set[int] = frozenset()
     ) -> tuple[int, tuple[int, list[int]] | None]:
-        """Replay the machine over the draft; returns (tokens accepted, (model's token, forced after it)) at a divergence."""
+        """Replay the machine over the draft; returns (tokens accepted, (model's token, forced after it)) at a divergence.
+
+        Slots in ``named`` are choices the question names word for word, one option only: nothing
+        there for a second reader to check, and a small model tends to copy the worked example's
+        option instead (measured: most rejections of right drafts were 'celsius' for 'kelvin')."""
         engine = self.engine
         assert engine is not None
         position = 0
@@ -223,6 +228,10 @@ class Extractor:
             if machine.done:
                 break
             allowed = machine.allowed()
+            if machine.slot in named and position < len(draft_ids) and draft_ids[position] in allowed:
+                machine.advance(draft_ids[position])
+                position += 1
+                continue
             choice = self._choose(hidden_rows[position], allowed)
             if position < len(draft_ids) and machine.ends_value(choice) and machine.ends_value(draft_ids[position]):
                 choice = draft_ids[position]  # both end the value here: spelling '"' or '",' is not a disagreement

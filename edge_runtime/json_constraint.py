@@ -114,6 +114,11 @@ class JsonSlotsConstraint:
             allowed += closers
         return allowed
 
+    @property
+    def slot(self) -> int:
+        """Index of the parameter whose value is being written."""
+        return self._slot
+
     def ends_value(self, token: int) -> bool:
         """Whether ``token`` closes the current value (several spellings of the closing text do)."""
         return not self.done and token in self._closers[self._slot]

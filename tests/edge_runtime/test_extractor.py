@@ -608,9 +608,9 @@ class _ReadsRightSpellsClosersShort(Extractor):
 
     truth = ("sea", "21")
 
-    def _verify(self, machine, draft_ids, hidden_rows):
+    def _verify(self, machine, draft_ids, hidden_rows, named=frozenset()):
         self.machine = machine
-        return super()._verify(machine, draft_ids, hidden_rows)
+        return super()._verify(machine, draft_ids, hidden_rows, frozenset())  # the model reads every slot
 
     def _choose(self, hidden, allowed):
         value, target = self.machine._value_text, self.truth[self.machine._slot]
@@ -636,3 +636,32 @@ def test_the_spelling_of_a_closing_quote_is_not_a_disagreement(engine):
     served = reader.extract(entry, "By sea, please ship 21 boxes.")
     assert served.values == {"mode": "sea", "count": 21} and served.path == "lm-draft"
     assert served.forward_passes == 1
+
+
+class _PrefersTheExamplesOption(_ReadsRightSpellsClosersShort):
+    """Reads numbers right but, asked about the mode, answers the worked example's 'air'."""
+
+    truth = ("air", "21")
+
+    def _verify(self, machine, draft_ids, hidden_rows, named=frozenset()):
+        self.machine = machine
+        return Extractor._verify(self, machine, draft_ids, hidden_rows, named)
+
+
+def test_an_option_the_question_names_is_not_put_to_the_model(engine):
+    """'By sea' names one option of the choice word for word; the model's preference is not asked."""
+    entry = EntryPoint(
+        id="count-late",
+        description="boxes shipped",
+        template="Ship {mode} boxes: {count}.",
+        params=(
+            Param("mode", "transport mode", type=str, original="air", choices=("air", "sea")),
+            Param("count", "number of boxes", type=int, original=21, minimum=1, maximum=100),
+        ),
+        root="ship boxes",
+    )
+    reader = _PrefersTheExamplesOption(engine, use_fast_path=False, on_disagreement="miss")
+    served = reader.extract(entry, "By sea, please ship 21 boxes.")
+    assert served.values == {"mode": "sea", "count": 21}
+    with pytest.raises(ExtractionError):  # 'air or sea': no single option named, so no draft and no answer
+        reader.extract(entry, "By air or sea, please ship 21 boxes.")
