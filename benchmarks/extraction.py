@@ -1,4 +1,4 @@
-"""IS2 extraction on the real int8 target model: accuracy and latency per path, side by side.
+"""IS2 extraction on the real target model: accuracy and latency per path and per quantisation recipe.
 
 Question sets (all generated here from the example entries, values drawn from each
 parameter's domain with a fixed seed):
@@ -6,9 +6,12 @@ parameter's domain with a fixed seed):
 - ``examples_paraphrased``: the same values in wordings the entry has never seen (LM path).
 Latency: the LM path (cached prompt prefix, draft verified in one pass, constrained decode),
 the template fast path, and the naive baseline (whole prompt, no prefix reuse, unconstrained
-greedy decode) on the same questions, in the same run.
+greedy decode) on the same questions, in the same run; ``one_pass_p50_ms`` is the floor of
+the LM path on this machine: a single forward pass over question and draft on a reused prefix.
+Each recipe (default: the default one and all-int8) is built or reused from build/target-models
+and measured on the same questions; the top-level JSON keys are the first recipe's.
 
-    .venv/bin/python benchmarks/extraction.py [--artefact DIR] [--per-entry N] [--json]
+    .venv/bin/python benchmarks/extraction.py [--recipes R1,R2 | --artefact DIR] [--per-entry N] [--json]
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import time
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 REPO = Path(__file__).resolve().parents[1]
@@ -112,7 +117,7 @@ def same(expected: dict, got: dict, entry: EntryPoint) -> bool:
     return True
 
 
-def run_set(extractor: Extractor, items: list, record: list[float]) -> tuple[float, dict[str, int]]:
+def run_set(extractor: Extractor, items: list, record: list[float], keys: list[str] | None = None) -> tuple[float, dict[str, int]]:
     right = 0
     outcomes: dict[str, int] = {}
     for entry, question, values in items:
@@ -127,6 +132,8 @@ def run_set(extractor: Extractor, items: list, record: list[float]) -> tuple[flo
             record.append((time.perf_counter() - start) * 1000)
             key = f"miss:{exc.reason}"
         outcomes[key] = outcomes.get(key, 0) + 1
+        if keys is not None:
+            keys.append(key)
     return right / len(items), outcomes
 
 
@@ -134,44 +141,21 @@ def p50(values: list[float]) -> float:
     return round(statistics.median(values), 2) if values else float("nan")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--artefact", type=Path, default=None, help="target-model artefact (default: build/cache SmolLM2 int8)")
-    parser.add_argument("--per-entry", type=int, default=12)
-    parser.add_argument("--naive", type=int, default=6, help="questions timed on the naive path (slow)")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-
-    artefact = args.artefact
-    if artefact is None:
-        from builder.target_model import build_target_model
-
-        artefact = build_target_model(progress=lambda m: print(m, file=sys.stderr))
-    registry = Registry(OnnxSentenceEmbedder())
-    registry.add_directory(REPO / "bundles" / "examples")
+def measure_recipe(artefact: Path, sets: dict, threads: int, naive: int) -> dict[str, Any]:
+    """Load one artefact and measure both model policies and the naive baseline on the same questions."""
     start = time.perf_counter()
-    engine = LMEngine(artefact, threads=args.threads)
-    model_load_s = time.perf_counter() - start
-    sets = questions(registry.entries, args.per_entry, args.seed)
-
-    fast = Extractor(None)
-    fast_ms: list[float] = []
-    acc_fast, out_fast = run_set(fast, sets["examples_reparam"], fast_ms)
-
-    figures: dict[str, Any] = {"accuracy": {}, "outcomes": {}}
-    figures["accuracy"]["examples_reparam"] = round(acc_fast, 4)
-    figures["outcomes"]["examples_reparam"] = out_fast
+    engine = LMEngine(artefact, threads=threads)
+    figures: dict[str, Any] = {"model_load_s": round(time.perf_counter() - start, 3), "accuracy": {}, "outcomes": {}}
     for policy in ("decode", "miss"):
         lm = Extractor(engine, on_disagreement=policy)
-        for entry, question, _ in sets["examples_paraphrased"][:: args.per_entry]:
+        for entry, question, _ in sets["examples_paraphrased"][:: max(1, len(sets["examples_paraphrased"]) // 6)]:
             try:  # warm each entry's prompt prefix once
                 lm.extract(entry, question)
             except ExtractionError:
                 pass
         lm_ms: list[float] = []
-        acc, outcomes = run_set(lm, sets["examples_paraphrased"], lm_ms)
+        keys: list[str] = []
+        acc, outcomes = run_set(lm, sets["examples_paraphrased"], lm_ms, keys)
         name = "examples_paraphrased" if policy == "decode" else "examples_paraphrased_agree_or_miss"
         figures["accuracy"][name] = round(acc, 4)
         figures["outcomes"][name] = outcomes
@@ -180,49 +164,111 @@ def main() -> None:
             figures["lm_path_p90_ms"] = round(sorted(lm_ms)[int(0.9 * (len(lm_ms) - 1))], 2)
         else:
             figures["agree_or_miss_p50_ms"] = p50(lm_ms)
+            figures["agree_or_miss_hit_p50_ms"] = p50([ms for ms, key in zip(lm_ms, keys) if not key.startswith("miss")])
     served = {k: v for k, v in figures["outcomes"]["examples_paraphrased_agree_or_miss"].items() if not k.startswith("miss")}
     right = sum(v for k, v in served.items() if k.endswith(":right"))
+    figures["agree_or_miss_served"] = sum(served.values())
     figures["agree_or_miss_served_precision"] = round(right / max(1, sum(served.values())), 4)
+
+    # The floor: one forward pass over question + draft on a reused prefix, nothing else.
+    floor_ms: list[float] = []
+    for entry, question, _ in sets["examples_paraphrased"][:12]:
+        prefix, suffix = prompt_parts(entry, question)
+        state = engine.prefix_state(engine.encode(prefix))
+        ids = engine.encode(suffix + json.dumps({p.name: "0" for p in entry.params}))
+        start = time.perf_counter()
+        engine.forward(ids, state)
+        floor_ms.append((time.perf_counter() - start) * 1000)
+    figures["one_pass_p50_ms"] = p50(floor_ms)
 
     naive_ms: list[float] = []
     end = engine.encode("<|im_end|>")[:1]
-    for entry, question, _ in sets["examples_paraphrased"][: args.naive]:
+    for entry, question, _ in sets["examples_paraphrased"][:naive]:
         prefix, suffix = prompt_parts(entry, question)
         start = time.perf_counter()
         engine.greedy(engine.encode(prefix + suffix), max_new_tokens=96, stop_ids=end)
         naive_ms.append((time.perf_counter() - start) * 1000)
+    figures["naive_p50_ms"] = p50(naive_ms)
+    figures["prefix_cache_mb"] = round(engine.prefix_cache_used / 2**20, 2)
+    figures["recipe"] = engine.manifest.get("recipe")
+    return figures
 
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--artefact", type=Path, default=None, help="one target-model artefact (instead of --recipes)")
+    parser.add_argument("--recipes", default=None, help="comma-separated recipes built from SmolLM2 and compared "
+                        "side by side (default: the default recipe and int8)")
+    parser.add_argument("--per-entry", type=int, default=12)
+    parser.add_argument("--naive", type=int, default=6, help="questions timed on the naive path (slow)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    from builder.target_model import DEFAULT_RECIPE
+
+    if args.artefact is not None:
+        artefacts = {"artefact": args.artefact}
+    else:
+        from builder.target_model import build_target_model
+
+        recipes = args.recipes.split(",") if args.recipes else [DEFAULT_RECIPE, "int8"]
+        artefacts = {r: build_target_model(recipe=r, progress=lambda m: print(m, file=sys.stderr)) for r in recipes}
+    registry = Registry(OnnxSentenceEmbedder())
+    registry.add_directory(REPO / "bundles" / "examples")
+    sets = questions(registry.entries, args.per_entry, args.seed)
+
+    fast = Extractor(None)
+    fast_ms: list[float] = []
+    acc_fast, out_fast = run_set(fast, sets["examples_reparam"], fast_ms)
+
+    per_recipe = {}
+    for name, artefact in tqdm(artefacts.items(), desc="recipes", disable=args.json):
+        per_recipe[name] = measure_recipe(Path(artefact), sets, args.threads, args.naive)
+    headline = per_recipe[next(iter(per_recipe))]  # the default recipe (or the one artefact)
+    figures: dict[str, Any] = {
+        key: headline[key]
+        for key in ("lm_path_p50_ms", "lm_path_p90_ms", "agree_or_miss_p50_ms", "agree_or_miss_hit_p50_ms", "one_pass_p50_ms", "naive_p50_ms",
+                    "model_load_s", "prefix_cache_mb", "agree_or_miss_served", "agree_or_miss_served_precision", "recipe")
+    }
+    figures["accuracy"] = {"examples_reparam": round(acc_fast, 4), **headline["accuracy"]}
+    figures["outcomes"] = {"examples_reparam": out_fast, **headline["outcomes"]}
     figures.update(
         {
             "fast_path_p50_ms": round(statistics.median(fast_ms), 3),
-            "naive_p50_ms": p50(naive_ms),
-            "model_load_s": round(model_load_s, 3),
             "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "prefix_cache_mb": round(engine.prefix_cache_used / 2**20, 2),
             "questions_per_set": len(sets["examples_reparam"]),
-            "recipe": engine.manifest.get("recipe"),
             "threads": args.threads,
-            "gsm_symbolic": "pending: needs the GSM8K entries (issue 5)",
+            "recipes": per_recipe,
+            "gsm_symbolic": "answer-level: arc-build eval (docs/benchmarks.md)",
         }
     )
     if args.json:
         print(json.dumps(figures))
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
-    table = Table(title=f"IS2 extraction — SmolLM2-135M {figures['recipe']}, {args.threads} threads")
+    table = Table(title=f"IS2 extraction — SmolLM2-135M, {args.threads} threads, {len(sets['examples_reparam'])} questions per set")
     table.add_column("figure")
-    table.add_column("value", justify="right")
-    for key in ("lm_path_p50_ms", "lm_path_p90_ms", "agree_or_miss_p50_ms", "fast_path_p50_ms", "naive_p50_ms", "model_load_s", "rss_mb", "prefix_cache_mb"):
-        table.add_row(key, str(figures[key]))
-    for name, value in figures["accuracy"].items():
-        table.add_row(f"accuracy[{name}]", f"{value:.1%}")
-    table.add_row("precision when served (agree-or-miss)", f"{figures['agree_or_miss_served_precision']:.1%}")
+    for name in per_recipe:
+        table.add_column(name, justify="right")
+    rows = ("lm_path_p50_ms", "lm_path_p90_ms", "agree_or_miss_p50_ms", "agree_or_miss_hit_p50_ms", "one_pass_p50_ms", "naive_p50_ms",
+            "model_load_s", "prefix_cache_mb", "agree_or_miss_served")
+    for key in rows:
+        table.add_row(key, *(str(per_recipe[n][key]) for n in per_recipe))
+    for set_name in headline["accuracy"]:
+        table.add_row(escape(f"accuracy[{set_name}]"), *(f"{per_recipe[n]['accuracy'][set_name]:.1%}" for n in per_recipe))
+    table.add_row("precision when served (agree-or-miss)", *(f"{per_recipe[n]['agree_or_miss_served_precision']:.1%}" for n in per_recipe))
     console.print(table)
-    for name, outcomes in figures["outcomes"].items():
-        console.print(f"{name}: {outcomes}")
+    console.print(f"template fast path: p50 {figures['fast_path_p50_ms']} ms, accuracy {acc_fast:.1%} {out_fast}")
+    console.print(f"peak RSS of this process (all recipes loaded in turn): {figures['rss_mb']} MB")
+    for name, fig in per_recipe.items():
+        for set_name, outcomes in fig["outcomes"].items():
+            console.print(escape(f"[{name}] {set_name}: {outcomes}"))
 
 
 if __name__ == "__main__":

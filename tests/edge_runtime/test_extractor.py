@@ -22,6 +22,7 @@ from edge_runtime.json_constraint import JsonSlotsConstraint
 from edge_runtime.lm_engine import LMEngine
 from edge_runtime.metadata import EntryPoint, Param
 from edge_runtime.param_values import read_param
+from builder.target_model import DEFAULT_RECIPE
 from tiny_llama import chatml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -540,7 +541,7 @@ def smollm2():
 @pytest.mark.slow
 def test_real_smollm2_artefact(smollm2, gas):
     engine, load_seconds = smollm2
-    assert engine.manifest["recipe"] == "int8" and engine.manifest["vocab_size"] == 49152
+    assert engine.manifest["recipe"] == DEFAULT_RECIPE and engine.manifest["vocab_size"] == 49152
     assert load_seconds < 10, f"the SmolLM2 artefact took {load_seconds:.2f}s to load"
 
     prompt = chatml("What is the capital of France?")
