@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
@@ -54,20 +54,30 @@ class ForwardResult:
 class LMEngine:
     """One loaded artefact: session, tokenizer, sparse head, and an LRU of prefix KV states."""
 
-    def __init__(self, artefact: str | Path, *, threads: int = 2, prefix_cache_bytes: int = 256 << 20) -> None:
-        import onnxruntime as ort
+    def __init__(
+        self, artefact: str | Path, *, threads: int = 2, prefix_cache_bytes: int = 256 << 20, background: bool = False
+    ) -> None:
+        """With ``background``, the onnxruntime session (about a second of graph optimisation) is
+        created on a thread and the first forward pass waits for it: a server answers template
+        hits while the model is still loading."""
         from tokenizers import Tokenizer
 
         self.root = Path(artefact)
         manifest_path = self.root / "manifest.json"
         if not manifest_path.exists():
             raise TargetModelError(f"{self.root} is not a target-model artefact (no manifest.json)")
+        if not (self.root / "model.onnx").exists():
+            raise TargetModelError(f"{self.root} has no model.onnx")
         self.manifest = json.loads(manifest_path.read_text())
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(str(self.root / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        self.threads = threads
+        self._session: Any = None
+        self._session_error: BaseException | None = None
+        self._session_ready = threading.Event()
+        if background:
+            threading.Thread(target=self._load_session, name="arc-model-load", daemon=True).start()
+        else:
+            self._load_session()
+            self.session  # noqa: B018 - raise a load error here, not at the first forward pass
         self.tokenizer = Tokenizer.from_file(str(self.root / "tokenizer.json"))
         self.head = np.load(self.root / "lm_head.f16.npy", mmap_mode="r")
         self.num_layers = int(self.manifest["num_layers"])
@@ -84,6 +94,33 @@ class LMEngine:
         self._rows_cache: dict[tuple[int, ...], np.ndarray] = {}
         self._token_text: dict[int, str] = {}
         self._charset_tokens: dict[str, list[int]] = {}
+
+    def _load_session(self) -> None:
+        try:
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self.threads
+            options.inter_op_num_threads = 1
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            self._session = ort.InferenceSession(str(self.root / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types for a damaged file
+            self._session_error = exc
+        finally:
+            self._session_ready.set()
+
+    @property
+    def session(self) -> Any:
+        """The onnxruntime session, waiting for a background load to finish."""
+        self._session_ready.wait()
+        if self._session_error is not None:
+            raise TargetModelError(f"cannot load {self.root / 'model.onnx'}: {self._session_error}") from self._session_error
+        return self._session
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the session is ready (a background load has finished without error)."""
+        return self._session_ready.is_set() and self._session_error is None
 
     # ---- tokens ---------------------------------------------------------
     def encode(self, text: str) -> list[int]:

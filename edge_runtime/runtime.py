@@ -195,7 +195,7 @@ class EdgeRuntime:
             self.blobs.target_model_index(digest)
         except BlobStoreError:
             self.blobs.register_target_model(target["files"], target.get("manifest", {}))
-        engine = LMEngine(self.blobs.materialise_target_model(digest), threads=self.options.threads)
+        engine = LMEngine(self.blobs.materialise_target_model(digest), threads=self.options.threads, background=True)
         # Keep at most the engines of the active and the previous bundle.
         if len(self._engines) >= 2:
             self._engines.pop(next(iter(self._engines)))

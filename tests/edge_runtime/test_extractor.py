@@ -75,7 +75,7 @@ SHIP_TRUTH = {
     "Could you ship 8 boxes by road?": ("8", "road"),
     "Ship -5 boxes by sea.": ("-5", "sea"),  # the aligner drops the minus sign (a bug, see below)
     "Not 12 boxes by air: ship 7 by air.": ("7", "air"),  # the aligner's context words favour the 12
-    # the tiny model happens to agree with the aligner's draft on these
+    # the tiny model happens to agree with the aligner's draft on "9 air" (the prompt decides which)
     "9 boxes by air": ("9", "air"),
     "7, air": ("7", "air"),
     "9 air": ("9", "air"),
@@ -180,8 +180,8 @@ def test_prompt_prefix_depends_on_the_entry_only(gas):
     assert suffix_a == " What about 3 mol?<|im_end|>\n<|im_start|>assistant\n"
     assert suffix_b.startswith(" Another question")
     examples = example_spans(gas)
-    assert examples[0] == {"moles": "2", "temperature": "25", "temperature_unit": "celsius", "volume": "10",
-                           "volume_unit": "litres"}
+    assert examples == [{"moles": "0.5", "temperature": "100", "temperature_unit": "fahrenheit", "volume": "2.5",
+                         "volume_unit": "millilitres"}]  # the registered variant, not the original question
     for spans in examples:
         assert json.dumps(spans) in prefix_a and gas.template.format(**spans) in prefix_a
 
@@ -309,7 +309,7 @@ def test_a_draft_accepted_whole_costs_one_forward_pass(engine):
 
 def test_accepted_draft_through_the_public_api(engine):
     spy = CountingEngine(engine)
-    result = Extractor(spy).extract(SHIP, "9 boxes by air")  # not the template's text: the model path
+    result = Extractor(spy).extract(SHIP, "9 air")  # not the template's text: the model path
     assert result.path == "lm-draft"
     assert result.values == {"count": 9, "mode": "air"} and isinstance(result.values["count"], int)
     assert result.forward_passes == 1 == spy.calls.count("forward")
@@ -486,7 +486,7 @@ def test_fast_path_never_touches_the_engine(tiny_fp32, gas):
 
 def test_different_literal_text_takes_the_model_path(engine, gas):
     spy = CountingEngine(engine)
-    result = Extractor(spy).extract(SHIP, "9 boxes by air")
+    result = Extractor(spy).extract(SHIP, "9 air")
     assert result.path == "lm-draft" and "forward" in spy.calls
     question = FAST[0][0].replace("held in", "kept in")
     with pytest.raises(ExtractionError) as info:

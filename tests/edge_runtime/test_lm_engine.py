@@ -226,6 +226,37 @@ def test_not_an_artefact(tmp_path):
         LMEngine(tmp_path)
 
 
+def test_background_load_gives_the_same_model(tiny_fp32, engine):
+    """A server starts answering template hits while the session loads; the first forward pass waits."""
+    background = LMEngine(tiny_fp32, background=True)
+    ids = engine.encode(PROMPTS[1])
+    np.testing.assert_array_equal(background.forward(ids).hidden, engine.forward(ids).hidden)
+    assert background.loaded
+
+
+def test_a_damaged_model_fails_clearly_in_either_mode(tiny_fp32, tmp_path):
+    from edge_runtime.errors import ExtractionError
+    from edge_runtime.extractor import Extractor
+    from edge_runtime.metadata import EntryPoint, Param
+
+    copy = tmp_path / "damaged"
+    shutil.copytree(tiny_fp32, copy)
+    (copy / "model.onnx").write_bytes(b"not a protobuf")
+    with pytest.raises(TargetModelError, match="cannot load"):
+        LMEngine(copy)
+    background = LMEngine(copy, background=True)  # returns at once; the error surfaces on use
+    with pytest.raises(TargetModelError, match="cannot load"):
+        background.forward([1, 2, 3])
+    assert not background.loaded
+    entry = EntryPoint(
+        id="boxes", description="boxes", template="Ship {count} boxes.",
+        params=(Param("count", "number of boxes", type=int, original=3, minimum=1),), root="ship",
+    )
+    with pytest.raises(ExtractionError) as info:  # a MISS with a reason, not a crash
+        Extractor(background).extract(entry, "Please send 4 boxes over.")
+    assert info.value.reason == "extraction_failed" and "unavailable" in info.value.detail
+
+
 def test_eos_token_id_zero_is_respected(tiny_fp32, tmp_path):
     copy = tmp_path / "eos-zero"
     shutil.copytree(tiny_fp32, copy)
