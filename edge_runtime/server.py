@@ -127,6 +127,9 @@ def create_server(
 
 def serve(options: RuntimeOptions, *, address: str, metrics_port: int | None = None) -> None:
     """Run until SIGINT/SIGTERM."""
+    from edge_runtime.malloc_tuning import tune_malloc
+
+    tune_malloc()  # process-wide, so here rather than in create_server (tests embed servers)
     edge = create_server(options, address=address, metrics_port=metrics_port)
     log.info("arc-edge serving on %s (bundle: %s)", address.rsplit(":", 1)[0] + f":{edge.port}", edge.runtime.active_id or "none")
     done = threading.Event()
