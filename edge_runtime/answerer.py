@@ -21,7 +21,7 @@ from edge_runtime.errors import (
 from edge_runtime.extractor import Extractor, validate_spans
 from edge_runtime.metadata import EntryPoint
 from edge_runtime.registry import Execution
-from edge_runtime.template_match import match_template
+from edge_runtime.template_match import longest_literal, match_template, normalised
 
 #: Runs compiled entry code: (bundle digest, entry id, module source, values, timeout seconds) -> Execution.
 Executor = Callable[[str, str, str, dict[str, Any], float | None], Execution]
@@ -88,6 +88,7 @@ class Answerer:
         self._choices = {
             eid: {p.name: tuple(str(c) for c in p.choices) for p in e.params if p.choices} for eid, e in entries.items()
         }
+        self._literals = {eid: longest_literal(e.template) for eid, e in entries.items()}
 
     @property
     def bundle_id(self) -> str:
@@ -109,7 +110,10 @@ class Answerer:
         # Fast path first: a question that is an entry's template with new values needs neither IS1 nor the model.
         t = time.perf_counter()
         chosen: tuple[str, float, dict[str, Any], str] | None = None
+        text = normalised(query)
         for eid in [entry_id] if entry_id else self.entries:
+            if self._literals[eid] not in text:
+                continue  # cannot match: the template's longest literal text is absent
             entry = self.entries[eid]
             slots = match_template(entry.template, query, self._choices[eid])
             if slots is not None:
