@@ -18,8 +18,17 @@ CHUNK = 1 << 20
 class EdgeClient:
     """Wraps the generated stub: JSON fields decoded, deadlines on every call, chunked pushes."""
 
+    #: The server is usually on the same device: after a failed connect (server restarting), retry
+    #: within 50 ms rather than gRPC's default 1 s first backoff (which alone doubled measured cold starts).
+    CHANNEL_OPTIONS = (
+        ("grpc.max_receive_message_length", 8 << 20),
+        ("grpc.initial_reconnect_backoff_ms", 50),
+        ("grpc.min_reconnect_backoff_ms", 50),
+        ("grpc.max_reconnect_backoff_ms", 1000),
+    )
+
     def __init__(self, address: str, *, timeout_s: float = 10.0) -> None:
-        self.channel = grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 8 << 20)])
+        self.channel = grpc.insecure_channel(address, options=list(self.CHANNEL_OPTIONS))
         self.stub = pb_grpc.EdgeCacheStub(self.channel)
         self.timeout_s = timeout_s
 
