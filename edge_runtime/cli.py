@@ -42,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--workers", type=int, default=2)
     serve.add_argument("--metrics-port", type=int, default=None)
     serve.add_argument("--entry-timeout", type=float, default=5.0)
+    serve.add_argument("--upstream-model", default=None,
+                       help="on a MISS, also ask this source model via the anthropic SDK (off by default; key from "
+                            "$ANTHROPIC_API_KEY); the reply is attached to the MISS")
+    serve.add_argument("--upstream-base-url", default=None, help="Messages API base URL for --upstream-model")
+    serve.add_argument("--upstream-timeout", type=float, default=20.0)
 
     invoke = sub.add_parser("invoke", help="ask a running server one question")
     invoke.add_argument("question")
@@ -76,15 +81,18 @@ def main(argv: list[str] | None = None) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from edge_runtime.runtime import EdgeRuntime, RuntimeOptions
     from edge_runtime.server import default_data_dir, serve
+    from edge_runtime.upstream import UpstreamConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     options = RuntimeOptions(
         data_dir=args.data_dir or default_data_dir(), trusted_keys=_trusted_keys(args.trust),
         allow_unsigned=args.insecure_allow_unsigned, threads=args.threads, workers=args.workers,
         entry_timeout_s=args.entry_timeout,
+        upstream=UpstreamConfig(args.upstream_model, base_url=args.upstream_base_url, timeout_s=args.upstream_timeout)
+        if args.upstream_model else None,
     )
     if args.model or args.bundle:
-        setup = EdgeRuntime(RuntimeOptions(**{**options.__dict__, "use_worker_pool": False}))
+        setup = EdgeRuntime(RuntimeOptions(**{**options.__dict__, "use_worker_pool": False, "upstream": None}))
         if args.model:
             setup.blobs.import_target_model(args.model)
         for path in args.bundle:
@@ -118,6 +126,9 @@ def _invoke(args: argparse.Namespace) -> int:
         print(f"[{response['entry_id']} via {response['serving_path']}, {response['timings_ms']['total']:.1f} ms]")
     else:
         print(f"MISS ({response['miss_reason']}): {response['miss_detail']}")
+        upstream = response["upstream"]
+        if upstream:
+            print(f"upstream {upstream['model']}: {upstream['text'] or 'no answer (' + upstream['error'] + ')'}")
     return 0
 
 

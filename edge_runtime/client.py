@@ -97,6 +97,10 @@ def decode(response: pb.InvokeResponse) -> dict[str, Any]:
             "is4": response.timings.is4_ms, "total": response.timings.total_ms,
         },
         "bundle": f"{response.bundle_name}-{response.bundle_version}",
+        "upstream": {
+            "model": response.upstream.model, "text": response.upstream.text, "error": response.upstream.error,
+            "latency_ms": response.upstream.latency_ms,
+        } if response.HasField("upstream") else None,
     }
 
 

@@ -26,6 +26,7 @@ from edge_runtime.lm_engine import LMEngine
 from edge_runtime.metrics import Metrics
 from edge_runtime.miss_log import MissLog
 from edge_runtime.registry import Execution
+from edge_runtime.upstream import AnthropicUpstream, UpstreamConfig, UpstreamReply
 
 
 class RuntimeStateError(ArcError):
@@ -47,6 +48,7 @@ class RuntimeOptions:
     on_disagreement: str = "miss"
     top_k: int = 3
     guard: bool = True  # the changed-reasoning guard between IS2 and IS3 (edge_runtime/guard.py)
+    upstream: UpstreamConfig | None = None  # ask the source model on a MISS (off by default)
 
 
 class EdgeRuntime:
@@ -69,6 +71,7 @@ class EdgeRuntime:
         self.stats: dict[str, Any] = {"invocations": 0, "hits": 0, "misses": 0, "invalid_requests": 0,
                                       "misses_by_reason": {}, "hits_by_path": {}}
         self._stats_lock = threading.Lock()
+        self.upstream = AnthropicUpstream(options.upstream) if options.upstream is not None else None
         if options.use_worker_pool:
             from edge_runtime.worker_pool import WorkerPool
 
@@ -240,6 +243,18 @@ class EdgeRuntime:
         answer = answerer.answer(query, entry_id=entry_id, timeout_s=limit)
         self._record(answerer, query, answer)
         return answerer, answer
+
+    def ask_upstream(self, query: str, timeout_s: float | None) -> UpstreamReply | None:
+        """The source model's reply for a MISS, when a fallback is configured (counted in the stats)."""
+        if self.upstream is None:
+            return None
+        reply = self.upstream.ask(query, timeout_s)
+        outcome = "error" if reply.error else "answered"
+        with self._stats_lock:
+            by_outcome = self.stats.setdefault("upstream", {})
+            by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
+        self.metrics.inc("upstream_calls_total", outcome=outcome)
+        return reply
 
     def _record(self, answerer: Answerer, query: str, answer: Answer) -> None:
         with self._stats_lock:

@@ -100,15 +100,25 @@ class EdgeCacheServicer:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _respond(self, request: Any, answerer: Answerer, answer: Answer, context: grpc.ServicerContext) -> pb.InvokeResponse:
+        response = to_response(answerer, answer)
+        if not answer.hit:
+            reply = self.runtime.ask_upstream(request.query, context.time_remaining())
+            if reply is not None:
+                response.upstream.CopyFrom(
+                    pb.UpstreamAnswer(model=reply.model, text=reply.text, error=reply.error, latency_ms=reply.latency_ms)
+                )
+        return response
+
     def Invoke(self, request: Any, context: grpc.ServicerContext) -> pb.InvokeResponse:  # noqa: N802
         answerer, answer = self._answer(request, context)
-        return to_response(answerer, answer)
+        return self._respond(request, answerer, answer, context)
 
     def InvokeStream(self, request: Any, context: grpc.ServicerContext) -> Iterator[pb.InvokeEvent]:  # noqa: N802
         answerer, answer = self._answer(request, context)
         for step in answer.narration:
             yield pb.InvokeEvent(step=pb.NarrationStep(function=step.function, text=step.text))
-        yield pb.InvokeEvent(response=to_response(answerer, answer))
+        yield pb.InvokeEvent(response=self._respond(request, answerer, answer, context))
 
     # ---- entries -------------------------------------------------------------------
     def _current(self, context: grpc.ServicerContext) -> Answerer:
