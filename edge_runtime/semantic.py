@@ -19,6 +19,7 @@ from edge_runtime.errors import (
     ToolNotAllowedError,
 )
 from edge_runtime.metadata import EntryPoint, Param, SemanticFunction
+from edge_runtime.values import parse_quantity
 
 __all__ = [
     "semantic_function",
@@ -161,11 +162,20 @@ _LITERAL_CHARSETS: dict[type, str] = {int: "0123456789-", float: "0123456789.-",
 
 
 def smart_convert(ctx: Context, value: Any, d_type: type) -> Any:
-    """``convert``; failing that, ask T for a Python literal, accepted only if it parses and has the type."""
+    """``convert``; then the number reader for numbers people write ("1 1/2", "two and a half", "a dozen");
+    failing both, ask T for a Python literal, accepted only if it parses and has the type."""
     try:
         return convert(value, d_type)
     except ConversionError:
         pass
+    if d_type in (int, float, Fraction) and isinstance(value, str):
+        try:
+            quantity = parse_quantity(value)
+        except ConversionError:
+            pass
+        else:
+            if quantity.unit is None:  # a bare number; with a unit attached, the model decides what it means
+                return convert(quantity.value, d_type)
     type_name = getattr(d_type, "__name__", str(d_type))
     prompt = (
         f"Rewrite the value as a Python {type_name} literal. Reply with the literal only.\n"

@@ -168,20 +168,21 @@ def school_trip_cases() -> list[Case]:
     return cases
 
 
-#: (as written in the recipe, what the target model answers or None if convert() reads it, the value)
+#: (as written in the recipe, what the target model answers or None if convert() or the number reader reads it,
+#: the value)
 RECIPE_AMOUNTS = [
-    ("1 1/2", "1.5", 1.5),
-    ("two and a half", "2.5", 2.5),
+    ("1 1/2", None, 1.5),
+    ("two and a half", None, 2.5),
     ("3.5", None, 3.5),
     ("3/4", None, 0.75),
     ("1,200", None, 1200.0),
-    ("a quarter", "0.25", 0.25),
-    ("2 3/4", "2.75", 2.75),
+    ("a quarter", None, 0.25),
+    ("a few", "3", 3.0),
     ("0.25", None, 0.25),
-    ("three", "3", 3.0),
-    ("1½", "1.5", 1.5),
-    ("12", None, 12.0),
-    ("half", "0.5", 0.5),
+    ("about 2", "2", 2.0),
+    ("1½", None, 1.5),
+    ("a handful", "2", 2.0),
+    ("III", "3", 3.0),
 ]
 RECIPE_UNITS = ("cups", "tablespoons", "teaspoons", "grams", "millilitres", "pieces")
 RECIPE_INGREDIENTS = ("flour", "sugar", "butter", "rolled oats", "olive oil", "eggs", "cocoa powder")
@@ -300,9 +301,7 @@ ORIGINAL_ANSWERS: dict[str, tuple[dict[str, Any], dict[str, str] | None]] = {
     # 242 people / 50 seats -> 5 buses; 5 × 350 + 230 × 12 = 1750 + 2760
     "school-trip-cost": ({"number of buses needed for the trip": 5, "total cost of the trip in dollars": 4510}, None),
     # 1.5 cups × 10 / 4
-    "recipe-ingredient-scaling": (
-        {"amount of the ingredient for the servings wanted": 3.75}, {"Value: 1 1/2\nLiteral:": "1.5"}
-    ),
+    "recipe-ingredient-scaling": ({"amount of the ingredient for the servings wanted": 3.75}, None),
     # national, 2.3 kg -> 3 kg: 8.95 + 3 × 1.40 + 3.50 fragile
     "parcel-shipping-cost": (
         {"handling class of the parcel": "fragile", "total shipping cost in dollars": 16.65},
@@ -479,10 +478,10 @@ def test_validate_rejects_values_outside_the_domain(example_registry, entry_id: 
 
 def test_recipe_cases_cover_clean_and_messy_amounts() -> None:
     asked = [case.prompts for case in CASES["recipe-ingredient-scaling"]]
-    assert asked.count(0) >= 8 and asked.count(1) >= 8
+    assert asked.count(0) >= 8 and asked.count(1) >= 6
 
 
-@pytest.mark.parametrize("written", ["3.5", "3/4", "1,200", "12"])
+@pytest.mark.parametrize("written", ["3.5", "3/4", "1,200", "12", "1 1/2", "two and a half"])
 def test_recipe_clean_amounts_need_no_target_model(example_registry, compiled, written: str) -> None:
     values = {**example_registry.entries["recipe-ingredient-scaling"].original_values, "quantity": written}
     dynamic = example_registry.run("recipe-ingredient-scaling", values, target_lm=None)
@@ -494,7 +493,7 @@ def test_recipe_clean_amounts_need_no_target_model(example_registry, compiled, w
 @pytest.mark.parametrize("mode", ["dynamic", "compiled"])
 def test_recipe_messy_amount_needs_the_target_model(example_registry, compiled, mode: str) -> None:
     entry = example_registry.entries["recipe-ingredient-scaling"]
-    values = {**entry.original_values, "quantity": "two and a half"}
+    values = {**entry.original_values, "quantity": "a few"}
     run = (lambda v, lm: example_registry.run(entry.id, v, target_lm=lm)) if mode == "dynamic" else (
         lambda v, lm: compiled(entry.id)[1].run(entry.validate(v), target_lm=lm)
     )
@@ -506,7 +505,7 @@ def test_recipe_messy_amount_needs_the_target_model(example_registry, compiled, 
         run(values, babbling)
     assert len(babbling.prompts) == 1
     assert babbling.prompts[0].startswith("Rewrite the value as a Python float literal.")
-    assert babbling.prompts[0].endswith("\nValue: two and a half\nLiteral:")
+    assert babbling.prompts[0].endswith("\nValue: a few\nLiteral:")
     # a non-positive amount read from text is an error, not a silent zero
     with pytest.raises(ExecutionError, match="recipe amount must be positive"):
         run({**values, "quantity": "none at all"}, ScriptedTargetLM(default="0"))

@@ -269,17 +269,28 @@ def test_smart_convert_clean_value_never_asks_the_model():
     ctx = Context(target_lm=model)
     assert smart_convert(ctx, "1,200", int) == 1200
     assert smart_convert(ctx, "1/2", float) == 0.5
+    # numbers people write are read by the number reader, not the model
+    assert smart_convert(ctx, "1 1/2", float) == 1.5
+    assert smart_convert(ctx, "two and a half", float) == 2.5
+    assert smart_convert(ctx, "forty-two", int) == 42 and smart_convert(ctx, "half a dozen", int) == 6
     assert model.prompts == []
+
+
+def test_smart_convert_asks_the_model_when_a_unit_is_attached():
+    """'1 1/2 cups' as a bare float would drop the unit silently; the model is asked instead."""
+    model = ScriptedTargetLM(default="1.5")
+    assert smart_convert(Context(target_lm=model), "1 1/2 cups", float) == 1.5
+    assert len(model.prompts) == 1
 
 
 def test_smart_convert_messy_value_asks_the_model():
     model = ScriptedTargetLM(default=" 3 ")
     ctx = Context(target_lm=model)
-    result = smart_convert(ctx, "three", int)
+    result = smart_convert(ctx, "III", int)
     assert result == 3 and type(result) is int
     assert len(model.prompts) == 1
     assert "Python int literal" in model.prompts[0]
-    assert "Value: three" in model.prompts[0]
+    assert "Value: III" in model.prompts[0]
 
 
 def test_smart_convert_refuses_a_non_literal_answer():
@@ -301,7 +312,7 @@ def test_smart_convert_without_a_model_is_a_target_model_error():
     ctx = Context()
     assert smart_convert(ctx, "42", int) == 42  # clean values need no model
     with pytest.raises(TargetModelError, match="none is configured"):
-        smart_convert(ctx, "forty-two", int)
+        smart_convert(ctx, "several", int)
 
 
 # --------------------------------------------------------------------------------------------------
