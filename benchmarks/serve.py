@@ -137,13 +137,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=60, help="questions per path for the latency figures")
     parser.add_argument("--seconds", type=float, default=8.0, help="duration of each throughput run")
+    parser.add_argument("--recipe", default=None, help="target-model recipe (default: the builder's default)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
     key = default_key()
     public_path = key.with_suffix(".pub")
     public = bytes.fromhex(public_path.read_text().strip())
-    model = target_model_dir("default")
+    if args.recipe:
+        from builder.target_model import build_target_model
+
+        model = build_target_model(recipe=args.recipe, progress=lambda m: print(m, file=sys.stderr))
+    else:
+        model = target_model_dir("default")
+    recipe = json.loads((Path(model) / "manifest.json").read_text())["recipe"]
     bundle = make_bundle(REPO / "bundles" / "examples", REPO / "build" / "bundles", name="examples", version="1", key=key, target_model=model)
     fast_q, para_q = questions(bundle, public, args.requests)
     figures: dict = {}
@@ -187,13 +194,14 @@ def main() -> None:
             proc.terminate()
             proc.wait(30)
     figures["machine"] = f"{os.cpu_count()} cores"
+    figures["recipe"] = recipe
     if args.json:
         print(json.dumps(figures))
         return
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="arc-edge over gRPC (127.0.0.1), SmolLM2-135M int8, example bundle")
+    table = Table(title=f"arc-edge over gRPC (127.0.0.1), SmolLM2-135M {recipe}, example bundle")
     table.add_column("figure")
     table.add_column("value", justify="right")
     for key_name in ("fast_hit_p50_ms", "fast_hit_p99_ms", "lm_hit_p50_ms", "lm_hit_p99_ms", "cold_start_s", "rss_mb", "failed_requests"):
