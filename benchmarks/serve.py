@@ -113,7 +113,7 @@ def throughput(address: str, mixed: list[str], concurrency: int, seconds: float)
 
     def worker(offset: int) -> None:
         with EdgeClient(address, timeout_s=60) as client:
-            i = offset
+            i = 2 * offset  # each client alternates fast-path and model-path questions: the mix stays half/half
             while time.perf_counter() < stop:
                 try:
                     client.invoke(mixed[i % len(mixed)])
@@ -122,7 +122,7 @@ def throughput(address: str, mixed: list[str], concurrency: int, seconds: float)
                 except grpc.RpcError:
                     with lock:
                         failed[0] += 1
-                i += concurrency
+                i += 1
 
     start = time.perf_counter()
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(concurrency)]
