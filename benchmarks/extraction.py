@@ -213,7 +213,7 @@ def main() -> None:
     else:
         from builder.target_model import build_target_model
 
-        recipes = args.recipes.split(",") if args.recipes else [DEFAULT_RECIPE, "int8"]
+        recipes = args.recipes.split(",") if args.recipes else [DEFAULT_RECIPE, "optimum-int8-fp32-down"]
         artefacts = {r: build_target_model(recipe=r, progress=lambda m: print(m, file=sys.stderr)) for r in recipes}
     registry = Registry(OnnxSentenceEmbedder())
     registry.add_directory(REPO / "bundles" / "examples")

@@ -1,12 +1,19 @@
 """``arc-build target-model``: turn a causal LM into the edge artefact the runtime loads.
 
-Steps: load the checkpoint (a Hugging Face directory, or a GGUF file that transformers
-de-quantises), export ONNX with a KV cache through optimum, rewrite the head so the graph
-returns the final hidden states of every position and logits for the last position only,
-give the head its own weight (a tied head would be de-quantised on every step), quantise
-to int8 with onnxruntime, and write the tokenizer, chat template, a float16 copy of the
-head for the runtime's sparse logits, and a manifest. The artefact directory is named by
-the content hash of its inputs, so a second run with the same inputs reuses it.
+Two exports, chosen by the recipe:
+
+- **compact** (Llama architecture; the default): the weights are read directly (a GGUF
+  file's own 4-bit blocks, exactly; or a Hugging Face checkpoint's floats) and
+  ``builder/llama_onnx.py`` writes a graph of fused onnxruntime kernels (block-quantised or
+  int8 matmuls, GroupQueryAttention with rotary embedding and KV cache), SmoothQuant-calibrated
+  where it computes in int8.
+- **optimum** (any architecture optimum exports): ONNX with a KV cache through optimum
+  (``text-generation-with-past``), the head rewritten so the graph returns hidden states and
+  last-position logits, then onnxruntime dynamic int8 quantisation.
+
+Either way the artefact holds the graph(s), the tokenizer, the chat template, a table the
+runtime multiplies hidden states by for sparse logits, and a manifest. The directory is named
+by the content hash of its inputs, so a second run with the same inputs reuses it.
 """
 
 from __future__ import annotations
@@ -25,23 +32,46 @@ from typing import Callable
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-ARTEFACT_VERSION = 2
+ARTEFACT_VERSION = 3
 SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "smollm3")
+#: Architectures the compact writer covers; the others need an ``optimum-*`` recipe.
+COMPACT_ARCHITECTURES = ("llama",)
 
-#: Quantisation recipes. Each names the MatMuls left in fp32; see docs/target-model.md for the measurements.
+#: Recipes; docs/target-model.md has the measurements behind each.
 RECIPES: dict[str, dict] = {
-    "int8": {"description": "all MatMuls and the embedding int8 (per-tensor weights, dynamic activations)", "exclude": ()},
-    "int8-fp32-down": {
-        "description": "int8 except the MLP down projections, which are most sensitive to activation outliers",
-        "exclude": ("down_proj",),
+    "int8-smooth": {
+        "description": "compact graph, int8 matmuls (7-bit per-channel weights; activations per call, per token for "
+                       "the MLP down projection) with SmoothQuant alpha 0.7: the fastest on AVX2",
+        "graph": "compact", "precision": ("int8", (("down", "int8-token"),)), "smoothing_alpha": 0.7,
     },
-    "fp32": {"description": "no quantisation (reference)", "exclude": None},
+    "int8-smooth-fp32-down": {
+        "description": "as int8-smooth with the MLP down projections in fp32: closer to fp32, ~20% slower, +80 MB",
+        "graph": "compact", "precision": ("int8", (("down", "fp32"),)), "smoothing_alpha": 0.7,
+    },
+    "blocks8-int8": {
+        "description": "compact graph, 8-bit block weights (near-exact for 4-bit GGUF) with int8 activations per "
+                       "block of 32: for CPUs with int8 dot products (AVX-VNNI, AVX512-VNNI, arm64)",
+        "graph": "compact", "precision": ("blocks8-int8", ()), "smoothing_alpha": None,
+    },
+    "fp32": {
+        "description": "compact graph, fp32 weights (the reference)",
+        "graph": "compact", "precision": ("fp32", ()), "smoothing_alpha": None,
+    },
+    "optimum-int8": {
+        "description": "optimum export, all MatMuls and the embedding int8 (per-tensor weights, dynamic activations)",
+        "graph": "optimum", "exclude": (),
+    },
+    "optimum-int8-fp32-down": {
+        "description": "optimum export, int8 except the MLP down projections",
+        "graph": "optimum", "exclude": ("down_proj",),
+    },
+    "optimum-fp32": {"description": "optimum export, no quantisation", "graph": "optimum", "exclude": None},
 }
 
-#: Picked on evidence (benchmarks/extraction.py --recipes): with the MLP down projections kept in
-#: fp32, SmolLM2-135M agrees with right drafts about 1.6x as often as all-int8, for ~15% more
-#: time per forward pass and ~80 MB more weights.
-DEFAULT_RECIPE = "int8-fp32-down"
+#: Picked on evidence (benchmarks/extraction.py --recipes, docs/target-model.md): on SmolLM2-135M
+#: and 2 AVX2 cores, int8-smooth agrees with fp32 on 95% of next tokens (KL 0.03) at ~75 ms for
+#: 64 tokens, where the optimum int8-fp32-down export took ~120 ms.
+DEFAULT_RECIPE = "int8-smooth"
 
 
 class TargetModelBuildError(RuntimeError):
@@ -126,30 +156,18 @@ def build_target_model(
     work = Path(tempfile.mkdtemp(prefix="arc-target-", dir=Path(cache_dir).parent if Path(cache_dir).parent.exists() else None))
     try:
         started = time.time()
-        hf_dir = _load_checkpoint(source, work / "hf", progress)
-        config = json.loads((hf_dir / "config.json").read_text())
-        onnx_dir = work / "onnx"
-        progress("exporting ONNX with KV cache (optimum, text-generation-with-past)")
-        from optimum.exporters.onnx import main_export
-
-        main_export(str(hf_dir), output=str(onnx_dir), task="text-generation-with-past", device="cpu")
+        spec = RECIPES[recipe]
         staging = work / "artefact"
         staging.mkdir()
-        progress("rewriting the head: hidden states for every position, logits for the last only")
-        from builder.onnx_surgery import split_head
-
-        head = split_head(onnx_dir / "model.onnx", work / "split.onnx")
-        import numpy as np
-
-        np.save(staging / "lm_head.f16.npy", head.astype(np.float16))
-        exclude = RECIPES[recipe]["exclude"]
-        if exclude is None:
-            progress("keeping fp32 weights (recipe fp32)")
-            _save_single_file(work / "split.onnx", paths_model := staging / "model.onnx")
-        else:
-            progress(f"quantising to int8 (recipe {recipe})")
-            _quantise(work / "split.onnx", staging / "model.onnx", exclude)
+        if spec["graph"] == "compact":
+            hf_dir, config = _tokenizer_and_config(source, work / "hf", progress)
+            graph_record = _export_compact(source, staging, spec, hf_dir, progress)
             paths_model = staging / "model.onnx"
+        else:
+            hf_dir = _load_checkpoint(source, work / "hf", progress)
+            config = json.loads((hf_dir / "config.json").read_text())
+            paths_model = _export_optimum(hf_dir, work, staging, spec, progress)
+            graph_record = {"graph": "optimum"}
         for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json"):
             if (hf_dir / name).exists():
                 shutil.copy(hf_dir / name, staging / name)
@@ -157,10 +175,11 @@ def build_target_model(
         (staging / "chat_template.jinja").write_text(template or "", encoding="utf-8")
         manifest = {
             "artefact_version": ARTEFACT_VERSION,
+            **graph_record,
             "source": source.name,
             "source_sha256": source_sha,
             "recipe": recipe,
-            "recipe_description": RECIPES[recipe]["description"],
+            "recipe_description": spec["description"],
             "model_sha256": sha256_of(paths_model),
             "architecture": config.get("model_type"),
             "hidden_size": config["hidden_size"],
@@ -183,6 +202,82 @@ def build_target_model(
         return paths.root
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _export_optimum(hf_dir: Path, work: Path, staging: Path, spec: dict, progress: Callable[[str], None]) -> Path:
+    """optimum export, head surgery and dynamic int8 quantisation; returns the model path."""
+    onnx_dir = work / "onnx"
+    progress("exporting ONNX with KV cache (optimum, text-generation-with-past)")
+    from optimum.exporters.onnx import main_export
+
+    main_export(str(hf_dir), output=str(onnx_dir), task="text-generation-with-past", device="cpu")
+    progress("rewriting the head: hidden states for every position, logits for the last only")
+    from builder.onnx_surgery import split_head
+
+    head = split_head(onnx_dir / "model.onnx", work / "split.onnx")
+    import numpy as np
+
+    np.save(staging / "lm_head.f16.npy", head.astype(np.float16))
+    model = staging / "model.onnx"
+    if spec["exclude"] is None:
+        progress("keeping fp32 weights")
+        _save_single_file(work / "split.onnx", model)
+    else:
+        progress("quantising to int8")
+        _quantise(work / "split.onnx", model, spec["exclude"])
+    return model
+
+
+def _export_compact(source: Path, staging: Path, spec: dict, hf_dir: Path, progress: Callable[[str], None]) -> dict:
+    from tokenizers import Tokenizer
+
+    from builder.compact_export import export_compact, read_weights
+    from builder.llama_onnx import Precision
+    from builder.llama_weights import WeightsError
+
+    progress(f"reading the weights of {source.name}" + (" (GGUF blocks, exact)" if source.is_file() else ""))
+    try:
+        weights = read_weights(source)
+    except WeightsError as exc:
+        raise TargetModelBuildError(str(exc)) from exc
+    tokenizer = Tokenizer.from_file(str(hf_dir / "tokenizer.json"))
+    default, overrides = spec["precision"]
+    record = export_compact(
+        weights, staging, Precision(default, tuple(overrides)), smoothing_alpha=spec["smoothing_alpha"],
+        tokenize=lambda text: tokenizer.encode(text, add_special_tokens=False).ids, progress=progress,
+    )
+    cfg = weights.config
+    record["config"] = {"num_heads": cfg.num_heads, "intermediate_size": cfg.intermediate_size,
+                        "rms_norm_eps": cfg.rms_norm_eps, "tie_word_embeddings": cfg.tie_word_embeddings}
+    return record
+
+
+def _tokenizer_and_config(source: Path, out: Path, progress: Callable[[str], None]) -> tuple[Path, dict]:
+    """The tokenizer files and config of ``source`` without loading its weights into transformers."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    if source.is_dir():
+        hf_dir = _load_checkpoint(source, out, progress)  # checks architecture and rope
+        config = json.loads((hf_dir / "config.json").read_text())
+    else:
+        progress(f"reading the tokenizer and config of {source.name}")
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
+            auto = AutoConfig.from_pretrained(source.parent, gguf_file=source.name)
+        except Exception as exc:  # transformers raises many types for a damaged file
+            raise TargetModelBuildError(f"cannot read GGUF {source}: {type(exc).__name__}: {exc}") from exc
+        _check_architecture(auto.model_type, source)
+        _check_rope(auto, source)
+        out.mkdir(parents=True, exist_ok=True)
+        tokenizer.save_pretrained(out)
+        auto.save_pretrained(out)
+        hf_dir, config = out, auto.to_dict()
+    if config.get("model_type") not in COMPACT_ARCHITECTURES:
+        raise TargetModelBuildError(
+            f"{source}: the compact export covers {', '.join(COMPACT_ARCHITECTURES)}, not {config.get('model_type')!r}; "
+            "use an optimum-* recipe"
+        )
+    return hf_dir, config
 
 
 def _load_checkpoint(source: Path, out: Path, progress: Callable[[str], None]) -> Path:

@@ -1,9 +1,15 @@
-"""Greedy decoding of the int8 ONNX target model with onnxruntime, tokenizers and numpy only.
+"""Greedy decoding of the ONNX target model with onnxruntime, tokenizers and numpy only.
 
-The artefact's graph returns the final hidden states of every position plus logits for
-the last position. Free generation reads those logits; constrained decoding asks only
-for the hidden states and multiplies them by the few head rows it may choose from
-(memory-mapped float16), which is far cheaper than a full-vocabulary head.
+Two artefact layouts (``manifest["graph"]``):
+
+- ``compact`` (builder/llama_onnx.py): the engine looks tokens up in the memory-mapped
+  embedding table and feeds ``inputs_embeds``; the graph returns final hidden states; a
+  separate ``head.onnx`` turns one hidden state into full logits when free generation needs them.
+- ``optimum``: the exported decoder, fed token ids, returning hidden states and the last
+  position's logits.
+
+Constrained decoding never needs full logits: it multiplies a hidden state by the few head
+rows it may choose from (memory-mapped), far cheaper than the full vocabulary.
 """
 
 from __future__ import annotations
@@ -79,7 +85,14 @@ class LMEngine:
             self._load_session()
             self.session  # noqa: B018 - raise a load error here, not at the first forward pass
         self.tokenizer = Tokenizer.from_file(str(self.root / "tokenizer.json"))
-        self.head = np.load(self.root / "lm_head.f16.npy", mmap_mode="r")
+        self.compact = self.manifest.get("graph") == "compact"
+        if self.compact:
+            self.embedding = np.load(self.root / "embedding.npy", mmap_mode="r")
+            head_file = self.root / "lm_head.npy"
+            self.head = np.load(head_file, mmap_mode="r") if head_file.exists() else self.embedding
+        else:
+            self.head = np.load(self.root / "lm_head.f16.npy", mmap_mode="r")
+        self._head_session: Any = None
         self.num_layers = int(self.manifest["num_layers"])
         self.kv_heads = int(self.manifest["num_kv_heads"])
         self.head_dim = int(self.manifest["head_dim"])
@@ -158,23 +171,58 @@ class LMEngine:
             raise TargetModelError("forward() needs at least one token")
         state = state or self.empty_state()
         count = len(ids)
-        feeds: dict[str, np.ndarray] = {
-            "input_ids": np.asarray([ids], dtype=np.int64),
-            "attention_mask": np.ones((1, state.length + count), dtype=np.int64),
-            "position_ids": np.arange(state.length, state.length + count, dtype=np.int64)[None, :],
-        }
+        total = state.length + count
+        if self.compact:
+            if max(ids) >= len(self.embedding) or min(ids) < 0:
+                raise TargetModelError("a token id is outside the vocabulary")
+            feeds: dict[str, np.ndarray] = {
+                "inputs_embeds": np.asarray(self.embedding[list(ids)], dtype=np.float32)[None],
+                "seqlens_k": np.array([total - 1], dtype=np.int32),
+                "total_sequence_length": np.array(total, dtype=np.int32),
+            }
+        else:
+            feeds = {
+                "input_ids": np.asarray([ids], dtype=np.int64),
+                "attention_mask": np.ones((1, total), dtype=np.int64),
+                "position_ids": np.arange(state.length, total, dtype=np.int64)[None, :],
+            }
         for i in range(self.num_layers):
             feeds[f"past_key_values.{i}.key"] = state.keys[i]
             feeds[f"past_key_values.{i}.value"] = state.values[i]
-        names = (["logits"] if want_logits else []) + ["hidden"] + self._present
+        in_graph_logits = want_logits and not self.compact
+        names = (["logits"] if in_graph_logits else []) + ["hidden"] + self._present
         with self._run_lock:  # one forward at a time: concurrent runs would only oversubscribe the cores
             outputs = self.session.run(names, feeds)
-        offset = 1 if want_logits else 0
-        hidden = outputs[offset][0]
+            offset = 1 if in_graph_logits else 0
+            hidden = outputs[offset][0]
+            logits = None
+            if in_graph_logits:
+                logits = outputs[0][0, -1]
+            elif want_logits:
+                logits = self._head().run(None, {"hidden": hidden[-1:]})[0][0]
         presents = outputs[offset + 1 :]
-        new_state = KVState(tuple(presents[0::2]), tuple(presents[1::2]), state.length + count)
-        logits = outputs[0][0, -1] if want_logits else None
+        new_state = KVState(tuple(presents[0::2]), tuple(presents[1::2]), total)
         return ForwardResult(hidden, logits, new_state)
+
+    def full_logits(self, hidden: np.ndarray) -> np.ndarray:
+        """Logits over the whole vocabulary for each row of ``hidden`` ([rows, hidden] -> [rows, vocab])."""
+        rows = np.ascontiguousarray(np.asarray(hidden, dtype=np.float32).reshape(-1, hidden.shape[-1]))
+        if self.compact:
+            with self._run_lock:
+                return self._head().run(None, {"hidden": rows})[0]
+        return rows @ np.asarray(self.head, dtype=np.float32).T
+
+    def _head(self) -> Any:
+        """The full-vocabulary head of a compact artefact (loaded on first use: constrained decoding never needs it)."""
+        if self._head_session is None:
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self.threads
+            options.inter_op_num_threads = 1
+            self._head_session = ort.InferenceSession(str(self.root / "head.onnx"), options,
+                                                      providers=["CPUExecutionProvider"])
+        return self._head_session
 
     def scores(self, hidden: np.ndarray, token_ids: Sequence[int]) -> np.ndarray:
         """Logits of ``token_ids`` only: a [k, hidden] x [hidden] product instead of the whole vocabulary."""

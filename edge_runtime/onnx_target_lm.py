@@ -39,25 +39,37 @@ class OnnxTargetLM(TargetLM):
         return text.strip()
 
     def choose(self, prompt: str, options: Sequence[str]) -> str:
-        """Greedy decoding restricted to the options' token sequences (a trie walk)."""
+        """The option whose whole answer (its tokens, then the end of the turn) the model finds most likely.
+
+        Complete answers are scored, not the options' first tokens greedily: the probability of the answer
+        is what "the model's choice" means, and options sharing a first token are not decided by it.
+        (Measured on 12 parcel contents, SmolLM2-135M int8-smooth: 6 right this way, 4 greedily; either is
+        near chance for a model this small: entries should not lean on lm() for what they can compute.)"""
         if not options:
             raise ValueError("choose() needs at least one option")
-        sequences = [self.engine.encode(str(option)) for option in options]
-        result = self.engine.forward(self._prompt_ids(prompt))
-        emitted: list[int] = []
-        while True:
-            complete = [i for i, seq in enumerate(sequences) if seq == emitted]
-            nexts = sorted({seq[len(emitted)] for seq in sequences if seq[: len(emitted)] == emitted and len(seq) > len(emitted)})
-            if complete and not nexts:
-                return str(options[complete[0]])
-            if len(nexts) == 1 and not complete:
-                token = nexts[0]
-            else:
-                end = self.engine.encode("<|im_end|>")[0]
-                candidates = nexts + ([end] if complete else [])
-                scores = self.engine.scores(result.hidden[-1], candidates)
-                token = candidates[int(np.argmax(scores))]
-                if complete and token == end:
-                    return str(options[complete[0]])
-            emitted.append(token)
-            result = self.engine.forward([token], result.state)
+        if len(options) == 1:
+            return str(options[0])
+        return str(options[int(np.argmax(self._option_scores(prompt, options)))])
+
+    def _option_scores(self, prompt: str, options: Sequence[str]) -> np.ndarray:
+        """log P(option, end of turn | prompt) for each option."""
+        engine = self.engine
+        prompt_result = engine.forward(self._prompt_ids(prompt), want_logits=True)
+        assert prompt_result.logits is not None
+        first = _log_softmax(prompt_result.logits)
+        end = engine.encode("<|im_end|>")[:1]
+        out = []
+        for option in options:
+            ids = engine.encode(str(option)) + end
+            score = float(first[ids[0]])
+            if len(ids) > 1:
+                rows = engine.forward(ids[:-1], prompt_result.state).hidden
+                logits = engine.full_logits(rows)
+                score += float(sum(_log_softmax(row)[token] for row, token in zip(logits, ids[1:])))
+            out.append(score)
+        return np.asarray(out)
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits.astype(np.float64) - float(np.max(logits))
+    return shifted - np.log(np.exp(shifted).sum())

@@ -55,4 +55,18 @@ def tiny_fp32(tiny_base):
 def tiny_int8(tiny_base):
     from tiny_llama import tiny_artefact
 
-    return tiny_artefact(tiny_base, "int8")
+    return tiny_artefact(tiny_base, "int8-smooth")
+
+
+@pytest.fixture(scope="session")
+def tiny_optimum_fp32(tiny_base):
+    from tiny_llama import tiny_artefact
+
+    return tiny_artefact(tiny_base, "optimum-fp32")
+
+
+@pytest.fixture(scope="session")
+def tiny_optimum_int8(tiny_base):
+    from tiny_llama import tiny_artefact
+
+    return tiny_artefact(tiny_base, "optimum-int8")

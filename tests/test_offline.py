@@ -37,7 +37,7 @@ def free_port() -> int:
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 def test_serving_connects_to_nothing_but_loopback(tmp_path, tmp_path_factory):
     key, public = make_keys(tmp_path / "keys")
-    model = tiny_artefact(tmp_path_factory.mktemp("tiny"), "int8")
+    model = tiny_artefact(tmp_path_factory.mktemp("tiny"), "int8-smooth")
     bundle = build_bundle(
         EXAMPLES, tmp_path / "out", name="examples", version="1", private_key=key, target_model_dir=model,
         embedder_dir=random_static_embedder(tmp_path / "embedder"), progress=lambda _: None,

@@ -165,3 +165,50 @@ def chatml(user: str, system: str | None = None) -> str:
     """A ChatML prompt ending with the assistant turn's header."""
     head = f"<|im_start|>system\n{system}<|im_end|>\n" if system else ""
     return f"{head}<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def write_gguf(checkpoint: Path, out: Path) -> Path:
+    """The checkpoint as a llama.cpp-style GGUF: Q4_1 linear layers, Q8_0 embedding, Q/K rows permuted."""
+    import gguf
+    import numpy as np
+    from gguf import GGMLQuantizationType as Q
+    from gguf.quants import quantize
+    from safetensors.numpy import load_file
+
+    config = json.loads((checkpoint / "config.json").read_text())
+    weights = load_file(str(checkpoint / "model.safetensors"))
+    writer = gguf.GGUFWriter(str(out), "llama")
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(config["num_attention_heads"])
+    writer.add_head_count_kv(config["num_key_value_heads"])
+    writer.add_rope_freq_base(config["rope_theta"])
+    writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
+    writer.add_vocab_size(config["vocab_size"])
+    writer.add_rope_dimension_count(config["hidden_size"] // config["num_attention_heads"])
+
+    def permute(w: "np.ndarray", heads: int) -> "np.ndarray":  # llama.cpp's rotary layout
+        return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+    def add(name: str, array: "np.ndarray", kind: "Q") -> None:
+        array = array.astype(np.float32)
+        writer.add_tensor(name, array if kind == Q.F32 else quantize(array, kind), raw_dtype=kind)
+
+    add("token_embd.weight", weights["model.embed_tokens.weight"], Q.Q8_0)
+    add("output_norm.weight", weights["model.norm.weight"], Q.F32)
+    for i in range(config["num_hidden_layers"]):
+        hf, gg = f"model.layers.{i}.", f"blk.{i}."
+        add(gg + "attn_q.weight", permute(weights[hf + "self_attn.q_proj.weight"], config["num_attention_heads"]), Q.Q4_1)
+        add(gg + "attn_k.weight", permute(weights[hf + "self_attn.k_proj.weight"], config["num_key_value_heads"]), Q.Q4_1)
+        for ours, theirs in (("attn_v", "self_attn.v_proj"), ("attn_output", "self_attn.o_proj"),
+                             ("ffn_gate", "mlp.gate_proj"), ("ffn_up", "mlp.up_proj"), ("ffn_down", "mlp.down_proj")):
+            add(f"{gg}{ours}.weight", weights[f"{hf}{theirs}.weight"], Q.Q4_1)
+        add(gg + "attn_norm.weight", weights[hf + "input_layernorm.weight"], Q.F32)
+        add(gg + "ffn_norm.weight", weights[hf + "post_attention_layernorm.weight"], Q.F32)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out

@@ -1,4 +1,5 @@
-"""build_target_model on a tiny random Llama: artefact layout, manifest, caching, bad inputs, head surgery."""
+"""build_target_model on a tiny random Llama: artefact layout, manifest, caching, bad inputs, both exports
+(the compact graph and optimum's with head surgery)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,8 @@ import pytest
 from builder.target_model import ARTEFACT_VERSION, RECIPES, TargetModelBuildError, build_target_model, sha256_of
 from tiny_llama import ROPE_THETA
 
-ARTEFACT_FILES = {
-    "model.onnx",
-    "manifest.json",
-    "lm_head.f16.npy",
-    "tokenizer.json",
-    "chat_template.jinja",
-}
+COMMON_FILES = {"model.onnx", "manifest.json", "tokenizer.json", "chat_template.jinja"}
+ARTEFACT_FILES = {"compact": COMMON_FILES | {"head.onnx", "embedding.npy"}, "optimum": COMMON_FILES | {"lm_head.f16.npy"}}
 
 
 def independent_dir_sha256(folder: Path) -> str:
@@ -44,12 +40,19 @@ def tokenizer_vocab_size(tiny_dir: Path) -> int:
 # ---- artefact and manifest --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("recipe", ["fp32", "int8"])
-def test_artefact_files_and_manifest(recipe, tiny_dir, tiny_fp32, tiny_int8):
-    artefact = {"fp32": tiny_fp32, "int8": tiny_int8}[recipe]
+@pytest.fixture
+def artefacts(tiny_fp32, tiny_int8, tiny_optimum_fp32, tiny_optimum_int8) -> dict[str, Path]:
+    return {"fp32": tiny_fp32, "int8-smooth": tiny_int8, "optimum-fp32": tiny_optimum_fp32,
+            "optimum-int8": tiny_optimum_int8}
+
+
+@pytest.mark.parametrize("recipe", ["fp32", "int8-smooth", "optimum-fp32", "optimum-int8"])
+def test_artefact_files_and_manifest(recipe, tiny_dir, artefacts):
+    artefact = artefacts[recipe]
     names = {p.name for p in artefact.iterdir()}
-    assert ARTEFACT_FILES <= names, sorted(names)
     manifest = manifest_of(artefact)
+    assert manifest["graph"] == RECIPES[recipe]["graph"]
+    assert ARTEFACT_FILES[manifest["graph"]] <= names, sorted(names)
     assert manifest["artefact_version"] == ARTEFACT_VERSION
     assert manifest["recipe"] == recipe
     assert manifest["recipe_description"] == RECIPES[recipe]["description"]
@@ -69,21 +72,30 @@ def test_artefact_files_and_manifest(recipe, tiny_dir, tiny_fp32, tiny_int8):
     config = json.loads((tiny_dir / "config.json").read_text())
     assert manifest["bos_token_id"] == config["bos_token_id"]
     assert manifest["eos_token_id"] == config["eos_token_id"]
-    for library in ("torch", "transformers", "optimum-onnx", "onnx", "onnxruntime", "tokenizers"):
+    for library in ("torch", "transformers", "onnx", "onnxruntime", "tokenizers"):
         assert manifest["libraries"].get(library), f"{library} missing from {manifest['libraries']}"
     assert "<|im_start|>" in (artefact / "chat_template.jinja").read_text(encoding="utf-8")
     assert (artefact / "tokenizer.json").read_bytes() == (tiny_dir / "tokenizer.json").read_bytes()
 
 
-def test_int8_recipe_quantises_and_fp32_does_not(tiny_fp32, tiny_int8):
+def ops(artefact: Path) -> set[str]:
     import onnx
 
-    def ops(artefact: Path) -> set[str]:
-        return {n.op_type for n in onnx.load(str(artefact / "model.onnx"), load_external_data=False).graph.node}
+    return {n.op_type for n in onnx.load(str(artefact / "model.onnx"), load_external_data=False).graph.node}
 
-    assert {"MatMulInteger", "DynamicQuantizeLinear"} <= ops(tiny_int8)
-    assert not {"MatMulInteger", "DynamicQuantizeLinear", "DequantizeLinear"} & ops(tiny_fp32)
-    assert (tiny_int8 / "model.onnx").stat().st_size < (tiny_fp32 / "model.onnx").stat().st_size
+
+def test_int8_recipes_quantise_and_fp32_ones_do_not(artefacts):
+    assert {"MatMulInteger", "DynamicQuantizeLinear"} <= ops(artefacts["optimum-int8"])
+    assert not {"MatMulInteger", "DynamicQuantizeLinear", "DequantizeLinear"} & ops(artefacts["optimum-fp32"])
+    # compact int8-smooth: int8 matmuls, the down projection quantised per token (MatMulInteger)
+    assert {"DynamicQuantizeMatMul", "MatMulInteger", "GroupQueryAttention"} <= ops(artefacts["int8-smooth"])
+    assert "MatMul" not in ops(artefacts["int8-smooth"])
+    assert {"MatMul", "GroupQueryAttention"} <= ops(artefacts["fp32"])
+    assert not {"DynamicQuantizeMatMul", "MatMulInteger"} & ops(artefacts["fp32"])
+    for fp32, int8 in (("fp32", "int8-smooth"), ("optimum-fp32", "optimum-int8")):
+        assert (artefacts[int8] / "model.onnx").stat().st_size < (artefacts[fp32] / "model.onnx").stat().st_size
+    smoothing = manifest_of(artefacts["int8-smooth"])["smoothing"]
+    assert smoothing["alpha"] == RECIPES["int8-smooth"]["smoothing_alpha"] and smoothing["calibration_texts"] > 10
 
 
 # ---- content-hash cache -----------------------------------------------------------------------
@@ -104,10 +116,11 @@ def test_second_build_reuses_the_cached_artefact(tiny_base, tiny_dir, tiny_fp32)
     assert (tiny_fp32 / "model.onnx").stat().st_mtime_ns == stamp
 
 
-def test_different_recipe_gives_a_different_directory(tiny_fp32, tiny_int8):
-    assert tiny_fp32 != tiny_int8
-    assert tiny_fp32.parent == tiny_int8.parent
-    assert manifest_of(tiny_fp32)["source_sha256"] == manifest_of(tiny_int8)["source_sha256"]
+def test_different_recipe_gives_a_different_directory(artefacts):
+    folders = set(artefacts.values())
+    assert len(folders) == len(artefacts)
+    assert len({f.parent for f in folders}) == 1
+    assert len({manifest_of(f)["source_sha256"] for f in folders}) == 1
 
 
 # ---- bad inputs -------------------------------------------------------------------------------
@@ -186,14 +199,14 @@ def test_directory_without_config_json(tmp_path):
     assert "config.json" in message
 
 
-# ---- head surgery -----------------------------------------------------------------------------
+# ---- optimum export: head surgery ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("recipe", ["fp32", "int8"])
-def test_graph_outputs_after_surgery(recipe, tiny_fp32, tiny_int8):
+@pytest.mark.parametrize("recipe", ["optimum-fp32", "optimum-int8"])
+def test_graph_outputs_after_surgery(recipe, artefacts):
     import onnx
 
-    artefact = {"fp32": tiny_fp32, "int8": tiny_int8}[recipe]
+    artefact = artefacts[recipe]
     graph = onnx.load(str(artefact / "model.onnx")).graph
     outputs = {o.name: o for o in graph.output}
     assert "logits" in outputs and "hidden" in outputs
@@ -209,9 +222,10 @@ def test_graph_outputs_after_surgery(recipe, tiny_fp32, tiny_int8):
     assert any(n.name == "arc/last_position" and n.op_type == "Slice" for n in graph.node)
 
 
-def test_logits_are_last_position_only_and_hidden_every_position(tiny_fp32):
+def test_logits_are_last_position_only_and_hidden_every_position(tiny_optimum_fp32):
     import onnxruntime as ort
 
+    tiny_fp32 = tiny_optimum_fp32
     session = ort.InferenceSession(str(tiny_fp32 / "model.onnx"), providers=["CPUExecutionProvider"])
     manifest = manifest_of(tiny_fp32)
     ids = np.array([[5, 40, 41, 42, 100, 7, 9]], dtype=np.int64)
@@ -231,13 +245,40 @@ def test_logits_are_last_position_only_and_hidden_every_position(tiny_fp32):
     np.testing.assert_allclose(logits[0, 0], head @ hidden[0, -1], rtol=1e-2, atol=1e-2)
 
 
-def test_head_weight_is_the_tied_embedding(tiny_dir, tiny_fp32, tiny_int8):
+def test_head_weight_is_the_tied_embedding(tiny_dir, tiny_optimum_fp32, tiny_optimum_int8):
     from safetensors.numpy import load_file
 
     weights = load_file(str(tiny_dir / "model.safetensors"))
     embedding = weights["model.embed_tokens.weight"]
-    for artefact in (tiny_fp32, tiny_int8):
+    for artefact in (tiny_optimum_fp32, tiny_optimum_int8):
         head = np.load(artefact / "lm_head.f16.npy")
         assert head.dtype == np.float16
         assert head.shape == embedding.shape == (manifest_of(artefact)["vocab_size"], 64)
         np.testing.assert_allclose(head.astype(np.float32), embedding, rtol=1e-3, atol=1e-4)
+
+
+# ---- compact export -----------------------------------------------------------------------------
+
+
+def test_compact_embedding_table_is_the_checkpoints(tiny_dir, tiny_fp32, tiny_int8):
+    from safetensors.numpy import load_file
+
+    embedding = load_file(str(tiny_dir / "model.safetensors"))["model.embed_tokens.weight"]
+    np.testing.assert_array_equal(np.load(tiny_fp32 / "embedding.npy"), embedding)  # fp32 recipe: exact
+    table = np.load(tiny_int8 / "embedding.npy")
+    assert table.dtype == np.float16
+    np.testing.assert_allclose(table.astype(np.float32), embedding, rtol=1e-3, atol=1e-4)
+    assert not (tiny_fp32 / "lm_head.npy").exists()  # tied: the runtime multiplies by the embedding
+
+
+def test_compact_recipe_refuses_an_architecture_it_does_not_write(tmp_path, tiny_dir):
+    import shutil
+
+    source = tmp_path / "as-qwen2"
+    shutil.copytree(tiny_dir, source)
+    config = json.loads((source / "config.json").read_text())
+    config["model_type"] = "qwen2"
+    config["architectures"] = ["Qwen2ForCausalLM"]
+    (source / "config.json").write_text(json.dumps(config))
+    message = build_error(source, tmp_path, recipe="int8-smooth")
+    assert "qwen2" in message and "optimum-" in message

@@ -334,3 +334,21 @@ def test_edge_process_decodes_without_torch_or_transformers(tiny_int8):
     assert report["heavy"] == []
     assert len(report["tokens"]) <= 8 and set(report["text"]) <= set("0123456789")
     assert report["spans"]["word"] in "Name the river Thames."
+
+
+def test_choose_picks_the_option_with_the_most_likely_whole_answer(engine):
+    """Independent check: score each option by one full pass over prompt + option + end of turn."""
+    lm = OnnxTargetLM(engine)
+    end = engine.encode("<|im_end|>")[:1]
+    for prompt in ("Which unit?", "Convert 12 celsius into what?"):
+        options = ["celsius", "fahrenheit", "kelvin", "litres"]
+        ids = lm._prompt_ids(prompt)
+        scores = []
+        for option in options:
+            answer = engine.encode(option) + end
+            hidden = engine.forward(ids + answer).hidden[len(ids) - 1 : -1]  # row j predicts answer token j
+            logits = engine.full_logits(hidden).astype(np.float64)
+            log_probs = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) - logits.max(-1, keepdims=True)
+            scores.append(sum(log_probs[j, t] for j, t in enumerate(answer)))
+        assert lm.choose(prompt, options) == options[int(np.argmax(scores))]
+    assert lm.choose("Which unit?", ["only"]) == "only"
