@@ -12,7 +12,7 @@ from builder.negatives import GENERAL_NEGATIVES
 from edge_runtime.bundle_routing import routing_files
 from edge_runtime.compiler import compile_entry
 from edge_runtime.embedder import OnnxSentenceEmbedder
-from edge_runtime.metadata import EntryPoint, Param, format_value
+from edge_runtime.metadata import EntryPoint, Param
 from edge_runtime.registry import Registry
 from edge_runtime.router import Router, calibrate
 from edge_runtime.static_embedder import StaticEmbedder
@@ -39,7 +39,7 @@ def sample_values(entry: EntryPoint, rng: random.Random) -> dict:
 
 
 def _numeric(param: Param, rng: random.Random, pool: list) -> object:
-    if rng.random() < 0.5:
+    if rng.random() < 0.5 or param.reading is not None:  # "half", "a third": only the values it lists
         return rng.choice(pool)
     low = param.minimum if param.minimum is not None else 1
     high = param.maximum if param.maximum is not None else max(100, abs(low) * 10)
@@ -54,7 +54,7 @@ def routing_texts(entry: EntryPoint, rng: random.Random, variants: int = 3) -> l
     """What represents an entry in the index: its description, its question, and re-parameterised variants."""
     texts = [entry.description, entry.question or entry.render(entry.original_values)]
     for _ in range(variants):
-        texts.append(entry.template.format(**{k: format_value(v) for k, v in sample_values(entry, rng).items()}))
+        texts.append(entry.render(sample_values(entry, rng)))
     return texts
 
 

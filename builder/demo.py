@@ -19,7 +19,6 @@ from builder.keys import load_public_key
 from builder.pipeline import default_key, make_bundle, target_model_dir
 from edge_runtime.bundle import read_bundle
 from edge_runtime.client import EdgeClient, decode
-from edge_runtime.metadata import format_value
 from edge_runtime.runtime import RuntimeOptions
 from edge_runtime.server import create_server
 
@@ -47,7 +46,7 @@ def run_demo(examples: Path = EXAMPLES, out_dir: Path | None = None) -> int:
                   f"threshold {bundle.routing['threshold']:.3f}")
 
     rng = random.Random(1)
-    questions = [e.template.format(**{k: format_value(v) for k, v in sample_values(e, rng).items()})
+    questions = [e.render(sample_values(e, rng))
                  for e in bundle.entries.values()]
     questions += list(FREE_QUESTIONS)
     with tempfile.TemporaryDirectory(prefix="arc-edge-demo-") as data_dir:

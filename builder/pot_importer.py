@@ -67,7 +67,8 @@ from builder.gsm8k import (
 from builder.pot_groups import GenerationFailed, GroupPolicy, PotGroup, Validation
 from edge_runtime.embedder import Embedder
 from edge_runtime.errors import ArcError, CompileError, DefinitionError, ExtractionError, UnsafeCodeError
-from edge_runtime.metadata import format_value
+from edge_runtime.metadata import Param, format_value
+from edge_runtime.values import parse_quantity
 from edge_runtime.sandbox import SAFE_BUILTINS
 from edge_runtime.validator import FORBIDDEN_MODULE_NAMES, FORBIDDEN_NAMES, validate_source
 
@@ -478,6 +479,19 @@ class ParamPlan:
     exclusive_minimum: bool = False
     maximum: float | None = None
     examples: tuple[Any, ...] = ()
+    #: A number of the question the program never reads (no literal has its value, and every literal
+    #: is accounted for): a slot whose value the reasoning ignores, so a variant may change it.
+    free: bool = False
+    mentions: tuple[Mention, ...] = ()  # every mention the slot stands for (several for a repeated free number)
+    #: A number word the question states for a structural literal: None, the number it names ("twice" for 2,
+    #: "half" for 0.5); "reciprocal", one over it ("half" for the 2 of ``x / 2``). See Param.reading.
+    reading: str | None = None
+    structural: bool = False
+
+    def text(self, value: Any) -> str:
+        """The value as the question would state it (the entry's Param.text)."""
+        return Param(name=self.name or "p", description="", type=float if self.structural else self.type,
+                     reading=self.reading).text(value)
 
     @property
     def literal(self) -> int:
@@ -605,7 +619,8 @@ def _unit_name(literal: Literal) -> str | None:
 
 
 def plan_parameters(
-    question: str, program: PalProgram, variant: str = "", docstring: str = "", frozen: Sequence[str] = ()
+    question: str, program: PalProgram, variant: str = "", docstring: str = "", frozen: Sequence[str] = (),
+    free_numbers: bool = True, structural_words: bool = True,
 ) -> Plan:
     """Map the program's literals to the question's mentions.
 
@@ -683,6 +698,7 @@ def plan_parameters(
     constants: list[str] = []
     unexplained: list[str] = []
     by_mention: dict[int, ParamPlan] = {}
+    conflicting: set[int] = set()
     params: list[ParamPlan] = []
     for lit in program.literals:
         value = restored.get(lit.id, lit.value)
@@ -698,15 +714,27 @@ def plan_parameters(
                 unexplained.append(shown)
             continue
         mention, form = assigned[lit.id]
+        reading: str | None = None
         if not mention.parameterisable:
-            constants.append(f"{shown} (the question's word {mention.text!r}: cannot be re-rendered as digits)")
-            continue
+            structural = _structural_slot(question, mention, float(value)) if structural_words else None
+            if structural is None:
+                constants.append(f"{shown} (the question's word {mention.text!r}: cannot be re-rendered as digits)")
+                continue
+            mention, reading = structural
         if mention.index in by_mention:
+            if by_mention[mention.index].reading != reading:
+                conflicting.add(mention.index)  # "half" as 0.5 here and as the 2 of "/ 2" there: no one reading
             by_mention[mention.index].literals.append((lit.id, form))
             continue
         plan = ParamPlan(name="", literals=[(lit.id, form)], mention=mention, original=mention.value)
+        if mention.kind == "structural":
+            plan.original, plan.reading, plan.structural = float(value), reading, True
         by_mention[mention.index] = plan
         params.append(plan)
+    for index in conflicting:
+        plan = by_mention.pop(index)
+        params.remove(plan)
+        constants.append(f"{plan.mention.text!r} (read both as a number and as its reciprocal: kept constant)")
     _name_params(params, program, question, _all_names(program.func))
     derived = _derived_from(program, params, restored, mentions, set(assigned))
     frozen_all = set(frozen) | set(derived)
@@ -716,9 +744,80 @@ def plan_parameters(
             why = derived.get(p.name) or "a failed round trip"
             constants.append(f"{format_value(p.original)} ({p.name}, kept constant: {why})")
     used = {p.mention.index for p in kept}
-    unused = [repr(m.text) for m in mentions if m.kind in ("digits", "word") and m.index not in used
-              and m.index not in {mm.index for mm, _ in assigned.values()}]
+    spans = [(m.start, m.end) for p in kept for m in (p.mentions or (p.mention,))]
+    unused_mentions = [m for m in mentions if m.kind in ("digits", "word") and m.index not in used
+                       and m.index not in {mm.index for mm, _ in assigned.values()}
+                       and not any(a < m.end and m.start < b for a, b in spans)]  # "One" of "One third"
+    unused = [repr(m.text) for m in unused_mentions]
+    if free_numbers and not unexplained and not frozen_all:
+        kept += _free_params(question, unused_mentions, program, restored, {p.name for p in kept} | _all_names(program.func))
     return Plan(kept, restored, constants, unused, sorted(frozen_all & {p.name for p in params}), unexplained)
+
+
+#: Number words a variant may restate with another number ("twice" → "three times", "half" → "one third").
+_MULTIPLIERS = {"twice", "thrice", "double", "triple", "quadruple"}
+_FRACTIONS = {"half", "third", "quarter", "fourth", "fifth", "sixth", "eighth", "tenth"}
+
+
+def _structural_slot(question: str, mention: Mention, literal: float) -> tuple[Mention, str | None] | None:
+    """The mention as a slot for a structural literal, and how it reads, or None if it stays a constant.
+
+    "twice" → 2 and "half" → 0.5 read as the number they name; "half" → the 2 of ``x / 2`` reads as
+    its reciprocal. A fraction's article joins the slot ("a third"), so "two thirds" can take its place."""
+    low = mention.text.lower()
+    word = low.split("-")[-1]
+    if low not in _MULTIPLIERS and word not in _FRACTIONS and not (word.endswith("s") and word[:-1] in _FRACTIONS and "-" in low):
+        return None
+    start, text = mention.start, mention.text
+    article = re.search(r"\b(an?|one)\s+$", question[max(0, start - 5):start], re.IGNORECASE)
+    if article and word in _FRACTIONS and "-" not in low:
+        start -= len(article.group(0))
+        text = question[start:mention.end]
+    try:
+        natural = float(parse_quantity(text).value)
+    except (ArcError, ValueError, ZeroDivisionError):
+        return None
+    if natural and _close(literal, natural):
+        reading = None
+    elif natural and _close(literal, 1 / natural):
+        reading = "reciprocal"
+    else:
+        return None
+    return Mention(mention.index, start, mention.end, text, natural, mention.kind, mention.percent, mention.money,
+                   mention.alternatives), reading
+
+
+def _free_params(question: str, unused: Sequence[Mention], program: PalProgram, restored: dict[int, Any],
+                 taken: set[str]) -> list[ParamPlan]:
+    """Slots for the question's numbers that no literal reads. Only when every literal is explained
+    (stated in the question or a unit constant): an unexplained literal may have been computed from
+    one of them ("harvests_per_year = 4" from "every 3 months"), which would then have to stay fixed.
+    A number equal to any literal's value (in any form) is not free either: the program may use it
+    under a name the matching missed ("carrots * 12" for "12-pound bags"). Repeats of one number
+    counting the same thing ("30 seconds ... 30 seconds") share a slot."""
+    values = [float(restored.get(lit.id, lit.value)) for lit in program.literals]
+    groups: dict[tuple[str, str], list[Mention]] = {}
+    for mention in unused:
+        if any(_value_matches(v, mention, question) for v in values):
+            continue
+        head = next(iter(words_after(question, mention, 1)), "")
+        groups.setdefault((mention.text.lower(), head), []).append(mention)  # one spelling: one slot
+    out: list[ParamPlan] = []
+    for group in groups.values():
+        first = group[0]
+        words = [w for w in words_after(question, first, 3) if w.isalpha() and w not in _STOP][:2]
+        stem = _sanitise("unused_" + "_".join(words)) if words else "unused_number"
+        name, k = stem, 2
+        while name in taken:
+            name, k = f"{stem}_{k}", k + 1
+        taken.add(name)
+        context = context_words(question, first, 4, 4)
+        out.append(ParamPlan(
+            name=name, literals=[], mention=first, original=first.value,
+            description=f"{name.replace('_', ' ')}, not read by the reasoning ({context})",
+            free=True, mentions=tuple(group),
+        ))
+    return out
 
 
 def _derived_from(
@@ -1054,13 +1153,14 @@ def root_description(t: Transcript) -> str:
 
 
 def build_template(question: str, params: Sequence[ParamPlan]) -> str:
-    """The original question with each parameter's mention replaced by its ``{slot}``."""
+    """The original question with each parameter's mention(s) replaced by its ``{slot}``."""
     pieces: list[str] = []
     pos = 0
-    for p in sorted(params, key=lambda p: p.mention.start):
-        pieces.append(question[pos:p.mention.start].replace("{", "{{").replace("}", "}}"))
-        pieces.append("{" + p.name + "}")
-        pos = p.mention.end
+    slots = sorted(((m, p.name) for p in params for m in (p.mentions or (p.mention,))), key=lambda item: item[0].start)
+    for mention, name in slots:
+        pieces.append(question[pos:mention.start].replace("{", "{{").replace("}", "}}"))
+        pieces.append("{" + name + "}")
+        pos = mention.end
     pieces.append(question[pos:].replace("{", "{{").replace("}", "}}"))
     return "".join(pieces)
 
@@ -1079,13 +1179,14 @@ def render_source(t: Transcript, program: PalProgram, plan: Plan) -> str:
     writer.replace_literals(func)
     body = writer.statements(func.body, True, False)
     loads: list[ast.stmt] = []
-    for p in plan.params:
+    read = [p for p in plan.params if not p.free]
+    for p in read:
         call = ast.Call(ast.Name("load", ast.Load()), [
             ast.Name("ctx", ast.Load()), ast.Constant(p.description), ast.Name(p.type.__name__, ast.Load()),
         ], [])
         loads.append(ast.Assign([ast.Name(p.name, ast.Store())], call))
     given: list[str | tuple[str]] = ["Given: "]
-    for i, p in enumerate(plan.params):
+    for i, p in enumerate(read):
         given += [", " if i else "", f"{p.name} = ", (p.name,)]
     loads.append(_narration(given))
     fname = entry_function_name(t.entry_id)
@@ -1097,7 +1198,7 @@ def render_source(t: Transcript, program: PalProgram, plan: Plan) -> str:
     ast.fix_missing_locations(function)
     function_text = ast.unparse(function)
     description = root_description(t)
-    inputs = ",\n".join(f"        {p.description!r}: {p.original!r}" for p in plan.params)
+    inputs = ",\n".join(f"        {p.description!r}: {p.original!r}" for p in read)
     decorator = (
         "@semantic_function(\n"
         f"    {description!r},\n"
@@ -1106,7 +1207,7 @@ def render_source(t: Transcript, program: PalProgram, plan: Plan) -> str:
         ")\n"
     )
     template = build_template(t.question, plan.params)
-    canonical = template.format(**{p.name: format_value(p.original) for p in plan.params})
+    canonical = template.format(**{p.name: p.text(p.original) for p in plan.params})
     entry_question = t.question if _norm(canonical) == _norm(t.question) else canonical
     param_lines = []
     for p in plan.params:
@@ -1120,6 +1221,8 @@ def render_source(t: Transcript, program: PalProgram, plan: Plan) -> str:
             fields.append("exclusive_minimum=True")
         if p.maximum is not None:
             fields.append(f"maximum={p.maximum!r}")
+        if p.reading is not None:
+            fields.append(f"reading={p.reading!r}")
         param_lines.append("        Param(" + ", ".join(fields) + "),")
     source_name = "GSM8K test" if t.id_prefix == "gsm8k" else t.id_prefix
     entry_description = f"{source_name} question {t.ref_index}: {_shorten(t.question, 160)}"
@@ -1133,7 +1236,9 @@ def render_source(t: Transcript, program: PalProgram, plan: Plan) -> str:
         *_wrap(t.question),
         "",
         f"Gold answer: {t.gold!r}.",
-        "Parameters: " + (", ".join(f"{p.name} = {format_value(p.original)} ({p.mention.text!r})" for p in plan.params)),
+        "Parameters: " + (", ".join(f"{p.name} = {format_value(p.original)} ({p.mention.text!r}"
+                                    + (", read as its reciprocal" if p.reading else "") + (", not read by the reasoning" if p.free else "")
+                                    + ")" for p in plan.params)),
     ]
     if plan.constants:
         notes.append("Kept constant: " + "; ".join(plan.constants) + ".")
@@ -1245,7 +1350,7 @@ def choose_domains(program: PalProgram, plan: Plan, expected: Any) -> None:
     base = oracle_values(plan.params, {p.name: p.original for p in plan.params})
     loops = any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(program.func))
     for p in plan.params:
-        integral = float(p.original).is_integer() and "." not in p.mention.text
+        integral = float(p.original).is_integer() and "." not in p.mention.text and not p.structural
         literal_is_float = any(isinstance(program.literal(lid).value, float) and form == "value" for lid, form in p.literals)
         p.type = int if integral and not literal_is_float else float
         p.original = p.type(p.original)
@@ -1302,6 +1407,12 @@ def draw_values(plan: Plan, rng: random.Random) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for p in plan.params:
         original = float(p.original)
+        if p.structural:  # another number of the same kind: "three times" for "twice", "a third" for "half"
+            natural = float(p.mention.value)
+            pool = [2.0, 3.0, 4.0, 5.0] if natural >= 1 else [1 / 2, 1 / 3, 2 / 3, 1 / 4, 3 / 4, 1 / 5]
+            other = rng.choice([v for v in pool if not _close(v, natural)])
+            values[p.name] = float(1 / other if p.reading == "reciprocal" else other)
+            continue
         low = p.minimum if p.minimum is not None else -math.inf
         for _ in range(50):
             if float(original).is_integer():
@@ -1351,7 +1462,7 @@ class Importer:
                 words = [p for p in plan.params if p.mention.kind == "word"]
                 plan.params = [p for p in plan.params if p.mention.kind != "word"]
                 plan.constants += [f"{format_value(p.original)} (the question's word {p.mention.text!r})" for p in words]
-            if not plan.params:
+            if not any(not p.free for p in plan.params):  # slots the reasoning ignores are not parameters of it
                 raise Rejected("no_parameters", "no literal of the program is a number stated in the question"
                                + (f" (kept constant: {'; '.join(plan.constants[:4])})" if plan.constants else ""))
             choose_domains(program, plan, expected)

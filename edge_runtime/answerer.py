@@ -21,7 +21,9 @@ from edge_runtime.errors import (
 from edge_runtime.extractor import Extractor, validate_spans
 from edge_runtime.metadata import EntryPoint
 from edge_runtime.registry import Execution
-from edge_runtime.template_match import longest_literal, match_template, normalised
+from edge_runtime.skeleton_index import SkeletonIndex
+from edge_runtime.template_align import aligned_values
+from edge_runtime.template_match import match_template
 
 #: Runs compiled entry code: (bundle digest, entry id, module source, values, timeout seconds) -> Execution.
 Executor = Callable[[str, str, str, dict[str, Any], float | None], Execution]
@@ -73,7 +75,12 @@ class Answerer:
         executor: Executor,
         top_k: int = 3,
         guard: Guard | None = None,
+        skeleton_min_score: float = 0.25,
+        skeleton_model_score: float = 0.5,
     ) -> None:
+        """``skeleton_min_score``: the least skeleton score at which an entry is tried on the fast paths
+        (template, aligned: both strict, so this is permissive); ``skeleton_model_score``: the least at
+        which an entry the embedding router missed is also tried on the model path."""
         self.name = name
         self.version = version
         self.digest = digest
@@ -88,7 +95,24 @@ class Answerer:
         self._choices = {
             eid: {p.name: tuple(str(c) for c in p.choices) for p in e.params if p.choices} for eid, e in entries.items()
         }
-        self._literals = {eid: longest_literal(e.template) for eid, e in entries.items()}
+        self.skeleton = SkeletonIndex((eid, e.template) for eid, e in entries.items())
+        self.skeleton_min_score = skeleton_min_score
+        self.skeleton_model_score = skeleton_model_score
+
+    def _fast_path(self, eid: str, query: str) -> tuple[tuple[str, float, dict[str, Any], str] | None, ExtractionError | None]:
+        """(chosen, None) when ``query`` is ``eid``'s template with new values or reworded around its slots;
+        (None, why) when it matched but a value is invalid; (None, None) when it does not match."""
+        entry = self.entries[eid]
+        slots = match_template(entry.template, query, self._choices[eid])
+        path = "template"
+        if slots is None and self.extractor.use_alignment:
+            slots, path = aligned_values(entry.template, entry.params, query), "aligned"
+        if slots is None:
+            return None, None
+        try:
+            return (eid, 1.0, validate_spans(entry, slots), path), None
+        except ExtractionError as exc:
+            return None, exc
 
     @property
     def bundle_id(self) -> str:
@@ -107,21 +131,25 @@ class Answerer:
         if entry_id and entry_id not in self.entries:
             return miss("no_entry", f"no entry {entry_id!r} in bundle {self.bundle_id}")
 
-        # Fast path first: a question that is an entry's template with new values needs neither IS1 nor the model.
+        # IS1, first by skeleton: the entries whose template the question could be (reworded around the slots).
+        t = time.perf_counter()
+        if entry_id:
+            skeletal = [(entry_id, 1.0)]
+        else:
+            found = self.skeleton.search(query, k=max(self.top_k, 5), min_score=self.skeleton_min_score)
+            skeletal = [(c.entry_id, c.score) for c in found]
+        timings["is1_ms"] += (time.perf_counter() - t) * 1000
+
+        # Fast paths: the template with new values, or the template reworded around its slots — no model.
         t = time.perf_counter()
         chosen: tuple[str, float, dict[str, Any], str] | None = None
-        text = normalised(query)
-        for eid in [entry_id] if entry_id else self.entries:
-            if self._literals[eid] not in text:
-                continue  # cannot match: the template's longest literal text is absent
-            entry = self.entries[eid]
-            slots = match_template(entry.template, query, self._choices[eid])
-            if slots is not None:
-                try:
-                    chosen = (eid, 1.0, validate_spans(entry, slots), "template")
-                    break
-                except ExtractionError:
-                    continue
+        fast_failure: tuple[str, float, ExtractionError] | None = None  # a template matched, a value was invalid
+        for eid, score in skeletal:
+            chosen, failure = self._fast_path(eid, query)
+            if failure is not None and fast_failure is None:
+                fast_failure = (eid, score, failure)
+            if chosen is not None:
+                break
         timings["is2_ms"] += (time.perf_counter() - t) * 1000
 
         if chosen is None:
@@ -129,15 +157,24 @@ class Answerer:
             if entry_id:
                 candidates: list[tuple[str, float]] = [(entry_id, 1.0)]
             elif self.router is None:
-                return miss("below_threshold", "this bundle has no routing index")
+                candidates = []
             else:
                 routed = self.router.route(query, self.top_k)
                 candidates = [(c.entry_id, float(c.similarity)) for c in routed if c.entry_id in self.entries]
-            timings["is1_ms"] = (time.perf_counter() - t) * 1000
-            if not candidates:
-                return miss("below_threshold", "no entry is similar to the question")
+            timings["is1_ms"] += (time.perf_counter() - t) * 1000
             passing = [(eid, sim) for eid, sim in candidates if sim >= self.threshold]
+            routed_ids = {eid for eid, _ in passing}
+            # An entry whose skeleton the question shares closely is worth the model's reading even when
+            # the embedding missed it (names and objects changed); the model and the guard still decide.
+            passing += [(eid, score) for eid, score in skeletal
+                        if score >= self.skeleton_model_score and eid not in routed_ids and not entry_id]
             if not passing:
+                if fast_failure is not None:
+                    failed_id, score, exc = fast_failure
+                    return miss(exc.reason, exc.detail, entry_id=failed_id, similarity=score)
+                if not candidates:
+                    reason = "this bundle has no routing index" if self.router is None else "no entry is similar to the question"
+                    return miss("below_threshold", reason)
                 eid, sim = candidates[0]
                 return miss(
                     "below_threshold",
@@ -150,7 +187,7 @@ class Answerer:
             first_candidate = passing[0]
             for eid, sim in passing:
                 try:
-                    extraction = self.extractor.extract(self.entries[eid], query)
+                    extraction = self.extractor.extract(self.entries[eid], query, fast_paths=False)
                 except ExtractionError as exc:
                     first_failure = first_failure or exc
                     continue
@@ -159,6 +196,9 @@ class Answerer:
             timings["is2_ms"] += (time.perf_counter() - t) * 1000
             if chosen is None:
                 assert first_failure is not None
+                if fast_failure is not None:  # the template matched but a value is invalid: the more useful reason
+                    failed_id, score, exc = fast_failure
+                    return miss(exc.reason, exc.detail, entry_id=failed_id, similarity=score)
                 return miss(
                     first_failure.reason,
                     first_failure.detail,

@@ -17,12 +17,14 @@ from edge_runtime.metadata import Param
 _NUMBER_WORDS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
-    "dozen half quarter third thirds quarters twice thrice"
+    "dozen half quarter third thirds quarters fifth fifths sixth sixths eighth eighths tenth tenths twice thrice "
+    "double triple quadruple"
 ).split()
 _WORD = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _SPAN = re.compile(
     rf"(?<![\w.])-?(?:\d+\s+\d+/\d+|\d+/\d+|\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d*\.\d+|\d+)(?![\w/])"
-    rf"|\b(?:(?:{_WORD})(?:[\s-]+(?:and\s+)?(?:a\s+)?(?:{_WORD}))*)\b",
+    rf"|\b(?:(?:{_WORD})(?:[\s-]+(?:and\s+)?(?:a\s+)?(?:{_WORD}))*)\b"
+    rf"|\ban?\s+(?:half|third|quarter|fifth|sixth|eighth|tenth|dozen)\b",  # "a third", "a dozen"
     re.IGNORECASE,
 )
 

@@ -27,7 +27,7 @@ from edge_runtime.draft import draft_values, named_choice
 from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
 from edge_runtime.json_constraint import JsonSlotsConstraint, SlotSpec
 from edge_runtime.lm_engine import KVState, LMEngine
-from edge_runtime.metadata import EntryPoint, Param, format_value
+from edge_runtime.metadata import EntryPoint, Param
 from edge_runtime.param_values import read_param
 from edge_runtime.template_align import aligned_values
 from edge_runtime.template_match import match_template
@@ -67,8 +67,8 @@ def example_spans(entry: EntryPoint) -> list[dict[str, str]]:
     entry registers one, else the original. One example, not two: with SmolLM2-135M the second
     added no right answers (39 vs 38 of 96 paraphrases) but 170 prompt tokens, which cost ~30% of
     every verifying pass and 60% more prefix-cache memory (benchmarks/extraction.py)."""
-    original = {p.name: format_value(p.original) for p in entry.params}
-    variant = {p.name: format_value(p.examples[0]) if p.examples else original[p.name] for p in entry.params}
+    original = {p.name: p.text(p.original) for p in entry.params}
+    variant = {p.name: p.text(p.examples[0]) if p.examples else original[p.name] for p in entry.params}
     return [variant]
 
 
@@ -84,6 +84,16 @@ def prompt_parts(entry: EntryPoint, question: str) -> tuple[str, str]:
     prefix = "".join(turns) + f"<|im_start|>user\nParameters:\n{lines}\nQuestion:"
     suffix = f" {question.strip()}<|im_end|>\n<|im_start|>assistant\n"
     return prefix, suffix
+
+
+def _slot_spec(param: Param, question: str) -> SlotSpec:
+    """A choice the question names word for word is the only option left: nothing there for the model to
+    decide, and a small model tends to copy the worked example's option instead (measured: most rejections
+    of right drafts were 'celsius' for 'kelvin'; SmolLM2 int8 decodes 'millilitres' for "10 litres")."""
+    if param.choices is None:
+        return SlotSpec(param.name, None)
+    named = named_choice(param, question)
+    return SlotSpec(param.name, (named,) if named is not None else tuple(str(c) for c in param.choices))
 
 
 def validate_spans(entry: EntryPoint, spans: dict[str, str]) -> dict[str, Any]:
@@ -130,10 +140,11 @@ class Extractor:
             if "<|im_start|>" not in template:
                 raise TargetModelError("the extractor's prompt needs a ChatML chat template (<|im_start|>)")
 
-    def extract(self, entry: EntryPoint, question: str) -> Extraction:
+    def extract(self, entry: EntryPoint, question: str, *, fast_paths: bool = True) -> Extraction:
+        """IS2 for one entry; ``fast_paths=False`` when the caller has tried the template and aligned paths."""
         started = time.perf_counter()
         template_failure: ExtractionError | None = None
-        if self.use_fast_path:
+        if self.use_fast_path and fast_paths:
             choices = {p.name: tuple(str(c) for c in p.choices) for p in entry.params if p.choices}
             slots = match_template(entry.template, question, choices)
             if slots is not None:
@@ -143,7 +154,7 @@ class Extractor:
                     template_failure = exc  # the text matched but a slot is not a valid value: let the model read it
                 else:
                     return Extraction(values, slots, "template", seconds=time.perf_counter() - started)
-        if self.use_fast_path and self.use_alignment and template_failure is None:
+        if self.use_fast_path and fast_paths and self.use_alignment and template_failure is None:
             aligned = aligned_values(entry.template, entry.params, question)
             if aligned is not None:
                 try:
@@ -178,7 +189,7 @@ class Extractor:
         state = engine.prefix_state(engine.encode(prefix))
         t1 = time.perf_counter()
         suffix_ids = engine.encode(suffix)
-        slots = [SlotSpec(p.name, tuple(str(c) for c in p.choices) if p.choices else None) for p in entry.params]
+        slots = [_slot_spec(p, question) for p in entry.params]
         machine = JsonSlotsConstraint(engine, slots, question.strip())
         draft = draft_values(entry.template, entry.params, question) if self.use_draft else None
         passes = 0
@@ -191,8 +202,7 @@ class Extractor:
             result = engine.forward(suffix_ids + draft_ids, state)
             passes += 1
             hidden_rows = result.hidden[len(suffix_ids) - 1 :]  # row j predicts draft token j
-            named = {i for i, p in enumerate(entry.params) if p.choices is not None and named_choice(p, question) is not None}
-            accepted, diverged = self._verify(machine, draft_ids, hidden_rows, named)
+            accepted, diverged = self._verify(machine, draft_ids, hidden_rows)
             # The machine can finish while disagreeing: the model may close the last value early
             # ("2" where the draft says "21"). Only an answer equal to the draft is agreement.
             agreed = machine.done and machine.result() == {p.name: draft[p.name] for p in entry.params}
@@ -214,13 +224,9 @@ class Extractor:
         return self._finish(machine, path, passes, accepted, len(draft_ids), t0, t1)
 
     def _verify(
-        self, machine: JsonSlotsConstraint, draft_ids: list[int], hidden_rows: np.ndarray, named: set[int] = frozenset()
+        self, machine: JsonSlotsConstraint, draft_ids: list[int], hidden_rows: np.ndarray
     ) -> tuple[int, tuple[int, list[int]] | None]:
-        """Replay the machine over the draft; returns (tokens accepted, (model's token, forced after it)) at a divergence.
-
-        Slots in ``named`` are choices the question names word for word, one option only: nothing
-        there for a second reader to check, and a small model tends to copy the worked example's
-        option instead (measured: most rejections of right drafts were 'celsius' for 'kelvin')."""
+        """Replay the machine over the draft; returns (tokens accepted, (model's token, forced after it)) at a divergence."""
         engine = self.engine
         assert engine is not None
         position = 0
@@ -232,11 +238,7 @@ class Extractor:
             if machine.done:
                 break
             allowed = machine.allowed()
-            if machine.slot in named and position < len(draft_ids) and draft_ids[position] in allowed:
-                machine.advance(draft_ids[position])
-                position += 1
-                continue
-            choice = self._choose(hidden_rows[position], allowed)
+            choice = allowed[0] if len(allowed) == 1 else self._choose(hidden_rows[position], allowed)
             if position < len(draft_ids) and machine.ends_value(choice) and machine.ends_value(draft_ids[position]):
                 choice = draft_ids[position]  # both end the value here: spelling '"' or '",' is not a disagreement
             if position >= len(draft_ids) or draft_ids[position] != choice:
@@ -255,7 +257,8 @@ class Extractor:
             result = engine.forward(feed, state)
             passes += 1
             state = result.state
-            choice = self._choose(result.hidden[-1], machine.allowed())
+            allowed = machine.allowed()
+            choice = allowed[0] if len(allowed) == 1 else self._choose(result.hidden[-1], allowed)
             machine.advance(choice)
             feed = [choice] + machine.forced()
         return passes

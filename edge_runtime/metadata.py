@@ -16,6 +16,8 @@ from edge_runtime.errors import DefinitionError, ParameterValidationError
 
 #: Types a parameter may declare, by the name stored in manifests.
 PARAM_TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool, "fraction": Fraction}
+#: How a question may state a parameter's value (``Param.reading``).
+READINGS = (None, "reciprocal")
 
 
 @dataclass(frozen=True)
@@ -48,10 +50,17 @@ class Param:
     exclusive_minimum: bool = False
     choices: tuple[Any, ...] | None = None
     unit: str | None = None
+    #: How the question states the value: None, the number as written; "reciprocal", one over it (the
+    #: question says "half" where the reasoning divides by 2, "one third" where it divides by 3).
+    reading: str | None = None
 
     def __post_init__(self) -> None:
         if self.type not in PARAM_TYPES.values():
             raise DefinitionError(f"parameter {self.name!r}: unsupported type {self.type!r}")
+        if self.reading not in READINGS:
+            raise DefinitionError(f"parameter {self.name!r}: reading {self.reading!r} is not one of {READINGS}")
+        if self.reading is not None and self.type not in (float, Fraction):
+            raise DefinitionError(f"parameter {self.name!r}: a {self.reading} reading needs a float or fraction type")
         if not self.name.isidentifier():
             raise DefinitionError(f"parameter name {self.name!r} must be an identifier")
         object.__setattr__(self, "examples", tuple(self.examples))
@@ -79,6 +88,17 @@ class Param:
         if self.maximum is not None and coerced > self.maximum:
             raise ParameterValidationError(self.name, f"{coerced!r} violates <= {self.maximum}")
         return coerced
+
+    def text(self, value: Any) -> str:
+        """The value as a question states it (``"1/3"`` for a reciprocal 3.0)."""
+        if self.reading == "reciprocal":
+            number = Fraction(value).limit_denominator(1000) if value else Fraction(0)
+            return format_value(1 / number if number else 0)
+        if isinstance(value, float) and not value.is_integer():
+            near = Fraction(value).limit_denominator(12)
+            if near.denominator > 1 and abs(float(near) - value) < 1e-12 and len(repr(value)) > 8:
+                return f"{near.numerator}/{near.denominator}"  # 0.3333333333333333 reads as 1/3
+        return format_value(value)
 
     def domain_text(self) -> str:
         """The valid domain in words, for prompts and reviews."""
@@ -157,7 +177,8 @@ class EntryPoint:
 
     def render(self, values: dict[str, Any]) -> str:
         """The question this entry answers for ``values`` (used by round-trip tests)."""
-        return self.template.format(**{k: format_value(v) for k, v in values.items()})
+        by_name = {p.name: p for p in self.params}
+        return self.template.format(**{k: by_name[k].text(v) if k in by_name else format_value(v) for k, v in values.items()})
 
     def payload(self, values: dict[str, Any]) -> dict[str, Any]:
         """The root function's payload: parameter values keyed by their descriptions."""
@@ -188,6 +209,7 @@ def declared_params(params: Sequence[Param]) -> list[dict[str, Any]]:
             "exclusive_minimum": p.exclusive_minimum,
             "choices": list(p.choices) if p.choices is not None else None,
             "unit": p.unit,
+            "reading": p.reading,
             "domain": p.domain_text(),
         }
         for p in params
@@ -212,6 +234,7 @@ def param_from_dict(data: Mapping[str, Any]) -> Param:
         exclusive_minimum=bool(data.get("exclusive_minimum", False)),
         choices=tuple(data["choices"]) if data.get("choices") is not None else None,
         unit=data.get("unit"),
+        reading=data.get("reading"),
     )
 
 

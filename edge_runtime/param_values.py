@@ -28,6 +28,10 @@ def read_param(param: Param, text: str) -> Any:
         if param.unit is not None and quantity.unit is not None and quantity.unit.lower() != param.unit.lower():
             raise ParameterValidationError(param.name, f"unit {quantity.unit!r} differs from the entry's {param.unit!r}")
         value = quantity.value
+        if param.reading == "reciprocal":
+            if value == 0:
+                raise ParameterValidationError(param.name, f"{span!r} is zero; the reasoning divides by its reciprocal")
+            value = 1 / Fraction(value)
         if param.type is float:
             value = float(value)
     elif param.type is bool:

@@ -1,11 +1,26 @@
 """IS2's second fast path: the question is the entry's template reworded around the slots.
 
-Agents and people keep a question's skeleton while changing names, objects and the odd
-word ("Benny saw a 10-foot shark" → "Michael saw a 140-foot dolphin"). A word-level
-alignment of the template against the question finds each slot's value between literal
-neighbours that survived unchanged. A slot counts only when it is *anchored*: the words on
-both sides of it matched, and what lies between them is exactly one value. If any slot is
-not anchored, this path declines and the model path decides.
+Agents and people keep a question's skeleton while changing names, objects, units and the
+odd word ("Benny saw a 10-foot shark" → "Michael saw a 140-foot dolphin"; "$1.50 each" →
+"£2.75 each"). A word-level alignment of the template against the question (plural endings,
+currency symbols and percent spellings compared loosely) splits both into stretches that
+match and stretches that differ. The path reads values only where that is unambiguous:
+
+- a differing stretch without slots may change words (a name, an object), never a quantity:
+  a number added, removed or changed there ("another set", "after an hour" dropped) means other
+  reasoning, and the path declines; a unit may be renamed (ounces → pounds), not added or removed;
+- two template words may not trade places: "10 dollar pencils ... 4 pens" for "10 dollar pens
+  ... 4 pencils" swaps the roles of the values;
+- the final question (what the reasoning answers) may not put a word of the rest of the template
+  in place of its own ("how many pencils" where it asked for pens); in a short template (an
+  agent's instruction, under 30 words) it may change a word only where the question renames it
+  throughout: "convert to kelvin" → "convert to fahrenheit" is another question;
+- a differing stretch with slots must hold exactly as many numbers as it has numeric slots
+  (and the named option of each choice slot), which it takes in order; no other quantity;
+- a slot repeated in the template must read the same value everywhere;
+- enough of the template's literal words must survive in order (``min_anchor_ratio``).
+
+If anything is off, this path declines (None) and the model path decides.
 """
 
 from __future__ import annotations
@@ -20,18 +35,45 @@ from edge_runtime.metadata import Param
 
 _TOKEN = re.compile(r"\d+(?:[.,/]\d+)*|[A-Za-z]+(?:'[a-z]+)?|[^\w\s]")
 _SLOT = "\x00"
-#: Words that carry a quantity: if one appears or disappears outside the slots, the question changed.
+#: Words that state a quantity: one that appears, disappears or changes outside the slots changes the question.
 _QUANTITY_WORDS = set(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
-    "billion half halves third thirds quarter quarters fourth fourths fifth fifths sixth eighth tenth dozen dozens "
-    "twice thrice double triple once pair couple percent hour hours minute minutes day days week weeks month months "
-    "year years".split()
+    "billion half halves third thirds quarter quarters fourth fourths fifth fifths sixth sixths seventh eighth "
+    "ninth tenth dozen dozens twice thrice double triple quadruple once pair couple percent".split()
 )
+#: Words that add an operation without a number ("she bought another set of pots").
+_ADDING_WORDS = {"another", "again", "extra", "additional"}
+#: Units that state an amount with an article alone ("after an hour", "a week later").
+_UNITS = set("second minute hour day week month year".split())
+_CURRENCY = {"$", "€", "£", "¥", "₹"}
+#: Words too common to mark a swap of roles when they move.
+_COMMON = set("""a an the of for to and or but in on at by with from into as is are was were be been has have had
+do does did it its he she his her him they them their we our you your i my me this that these those there each
+every all any some many much more most less few how what which who when where if then than so not no also just
+can could will would should may might must per one please""".split())
+_PERCENT = {"%", "percent", "pct"}
+
+
+def _norm(token: str) -> str:
+    """How two tokens are compared: case, plural endings, currency and percent spellings ignored."""
+    if token in _CURRENCY:
+        return "$"
+    if token in _PERCENT:
+        return "%"
+    if token[:1].isdigit() or len(token) <= 3:
+        return token
+    if token.endswith("ies") and len(token) > 4:
+        return token[:-3] + "y"
+    if token.endswith(("ches", "shes", "sses", "xes")):
+        return token[:-2]
+    if token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
 
 
 def _is_quantity(token: str) -> bool:
-    return token[:1].isdigit() or token in _QUANTITY_WORDS or token == "%"
+    return token[:1].isdigit() or token in _QUANTITY_WORDS
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]]:
@@ -48,65 +90,127 @@ def _template_tokens(template: str) -> list[str]:
 
 
 def aligned_values(template: str, params: tuple[Param, ...], question: str, *, min_anchor_ratio: float = 0.6) -> dict[str, str] | None:
-    """Each parameter's text in ``question`` if every slot is anchored by unchanged neighbours, else None."""
+    """Each parameter's text in ``question`` if the question is the template reworded around its slots, else None."""
     t_tokens = _template_tokens(template)
     q_tokens = _tokens(question)
-    q_words = [t for t, _, _ in q_tokens]
     literal = [t for t in t_tokens if not t.startswith(_SLOT)]
-    matcher = SequenceMatcher(None, t_tokens, q_words, autojunk=False)
-    mapped: dict[int, int] = {}
-    for block in matcher.get_matching_blocks():
-        for k in range(block.size):
-            mapped[block.a + k] = block.b + k
-    if not literal or sum(1 for i, t in enumerate(t_tokens) if i in mapped) < min_anchor_ratio * len(literal):
-        return None  # too little of the template survives: this is a different question, or a paraphrase
+    if not literal or not q_tokens:
+        return None
+    t_norm = [t if t.startswith(_SLOT) else _norm(t) for t in t_tokens]
+    q_norm = [_norm(t) for t, _, _ in q_tokens]
+    matcher = SequenceMatcher(None, t_norm, q_norm, autojunk=False)
+    opcodes = matcher.get_opcodes()
+    matched = sum(i2 - i1 for op, i1, i2, _, _ in opcodes if op == "equal")
+    if matched < min_anchor_ratio * len(literal):
+        return None  # too little of the template survives: a different question, or a paraphrase
     by_name = {p.name: p for p in params}
     values: dict[str, str] = {}
-    slot_regions: list[tuple[int, int]] = []
-    i = 0
-    while i < len(t_tokens):
-        if not t_tokens[i].startswith(_SLOT):
-            i += 1
+    renamed: set[tuple[str, str]] = set()  # (template word, the question's word in its place)
+    target_start = _target_start(t_tokens)
+    in_target: list[tuple[list[str], list[str]]] = []  # changed words of the final question (template, question)
+    for op, i1, i2, j1, j2 in opcodes:
+        if op == "equal":
             continue
-        j = i
-        while j + 1 < len(t_tokens) and t_tokens[j + 1].startswith(_SLOT):
-            j += 1  # adjacent slots ("{count} {size}-inch") share one pair of anchors
-        left = mapped.get(i - 1) if i > 0 else -1
-        right = mapped.get(j + 1) if j + 1 < len(t_tokens) else len(q_tokens)
-        if left is None or right is None or right - left < 2:
+        stretch = t_tokens[i1:i2]
+        slots = [t[1:] for t in stretch if t.startswith(_SLOT)]
+        words = [t for t in stretch if not t.startswith(_SLOT)]
+        text = question[q_tokens[j1][1]:q_tokens[j2 - 1][2]] if j2 > j1 else ""
+        q_words = [t for t, _, _ in q_tokens[j1:j2]]
+        if any(_is_quantity(w) for w in words):
+            return None  # a constant of the reasoning sits in a changed stretch: it changed or moved
+        q_plain = [w for w in q_words if not _is_quantity(w)]
+        pairs = [(_norm(a), _norm(b)) for a, b in zip(words, q_plain)] if len(q_plain) == len(words) else []
+        if i2 <= target_start:
+            renamed.update((a, b) for a, b in pairs if a != b and a.isalpha() and a not in _COMMON)
+        if not slots:
+            if any(_is_quantity(w) or w in _ADDING_WORDS for w in q_words):
+                return None  # a quantity added (or a constant replaced) outside the slots
+            if sum(_norm(w) in _UNITS for w in words) != sum(_norm(w) in _UNITS for w in q_words):
+                return None  # a unit of time added or dropped: "after an hour" states a quantity
+            if i2 > target_start:
+                in_target.append(([_norm(w) for w in words], [_norm(w) for w in q_words]))
+            continue
+        read = _read_stretch(slots, by_name, text, q_words)
+        if read is None:
             return None
-        slot_regions.append((left + 1, right))
-        names = [t[1:] for t in t_tokens[i : j + 1]]
-        if len(names) == 1:
-            spans = [question[q_tokens[left + 1][1] : q_tokens[right - 1][2]].strip()]
-        elif right - left - 1 == len(names):
-            spans = [question[q_tokens[k][1] : q_tokens[k][2]] for k in range(left + 1, right)]
-        else:
-            return None
-        for name, span in zip(names, spans):
-            if not _is_one_value(by_name[name], span) or values.get(name, span) != span:
-                return None
-            values[name] = span
-        i = j + 1
+        if i2 > target_start:
+            taken = {t for span in read.values() for t, _, _ in _tokens(span)}
+            in_target.append(([_norm(w) for w in words], [_norm(w) for w in q_words if w not in taken]))
+        for name, span in read.items():
+            if values.setdefault(name, span) != span:
+                return None  # a repeated slot reads two different values
+    if any((b, a) in renamed for a, b in renamed):
+        return None  # two template words traded places: the values' roles swapped
+    elsewhere = {w for w in t_norm[:target_start] if w.isalpha() and w not in _COMMON}
+    for t_words, q_words in in_target:
+        if any(w in elsewhere and w not in t_words for w in q_words):
+            return None  # the final question asks for a quantity the template gives another role
+        if len(literal) < 30 and not _renamed_throughout(t_words, q_words, renamed):
+            return None  # the final question of a short template asks for something else
     if set(values) != set(by_name):
-        return None
-    # Every quantity outside the slots must be the template's own, unchanged: a changed constant
-    # ("half" → "one quarter") or an added number means different reasoning, not new values.
-    covered = set(mapped.values())
-    for start, end in slot_regions:
-        covered.update(range(start, end))
-    for i, token in enumerate(t_tokens):
-        if not token.startswith(_SLOT) and _is_quantity(token) and i not in mapped:
-            return None
-    if any(_is_quantity(q_words[j]) for j in range(len(q_words)) if j not in covered):
         return None
     return {p.name: values[p.name] for p in params}
 
 
-def _is_one_value(param: Param, span: str) -> bool:
+def _target_start(t_tokens: list[str]) -> int:
+    """Index of the first token of the template's final question (its last sentence with a '?')."""
+    ends = [i for i, t in enumerate(t_tokens) if t in (".", "?", "!")]
+    asked = [i for i in ends if t_tokens[i] == "?"]
+    last = asked[-1] if asked else (ends[-1] if ends else len(t_tokens))
+    before = [i for i in ends if i < last]
+    return before[-1] + 1 if before else 0
+
+
+def _renamed_throughout(t_words: list[str], q_words: list[str], renamed: set[tuple[str, str]]) -> bool:
+    """A change in the final question is allowed only as a rename the rest of the question makes too."""
+    content_t = [w for w in t_words if not w.startswith(_SLOT) and w.isalpha() and w not in _COMMON]
+    content_q = [w for w in q_words if w.isalpha() and w not in _COMMON and not _is_quantity(w)]
+    if len(content_t) != len(content_q):
+        return False
+    return all((a, b) in renamed for a, b in zip(content_t, content_q))
+
+
+def _read_stretch(slots: list[str], by_name: dict[str, Param], text: str, q_words: list[str]) -> dict[str, str] | None:
+    """The values of a differing stretch's slots: its numbers in order, its choices by name, or its whole text."""
+    if any(name not in by_name for name in slots):
+        return None
+    kinds = [_kind(by_name[name]) for name in slots]
+    if kinds == ["text"]:
+        return {slots[0]: text.strip()} if text.strip() and not any(_is_quantity(w) for w in q_words) else None
+    if "text" in kinds:
+        return None  # free text next to another slot: no way to tell where one ends
+    numbers = number_spans(text)
+    numeric_slots = [name for name, kind in zip(slots, kinds) if kind == "number"]
+    if len(numbers) != len(numeric_slots):
+        return None
+    out = dict(zip(numeric_slots, numbers))
+    rest = text
+    for span in numbers:
+        rest = rest.replace(span, " ", 1)
+    for name, kind in zip(slots, kinds):
+        if kind != "choice":
+            continue
+        named = [str(c) for c in by_name[name].choices or () if re.search(rf"\b{re.escape(str(c).lower())}\b", rest.lower())]
+        if len(named) != 1:
+            return None
+        out[name] = named[0]
+        rest = re.sub(rf"\b{re.escape(named[0])}\b", " ", rest, count=1, flags=re.IGNORECASE)
+    if any(_is_quantity(token) for token, _, _ in _tokens(rest)):
+        return None  # a quantity beside the values: "140 or 150", "7 24-inch" read into one slot
+    for name in numeric_slots:
+        if not _is_one_value(out[name]):
+            return None
+    return out
+
+
+def _kind(param: Param) -> str:
     if param.choices is not None:
-        return span.lower() in {str(c).lower() for c in param.choices}
+        return "choice"
     if param.type in (int, float, Fraction):
-        spans = number_spans(span)
-        return len(spans) == 1 and len(spans[0]) >= len(span.strip("$€£%. ")) - 1
-    return bool(span)
+        return "number"
+    return "text"
+
+
+def _is_one_value(span: str) -> bool:
+    spans = number_spans(span)
+    return len(spans) == 1 and len(spans[0]) >= len(span.strip("$€£%. ")) - 1

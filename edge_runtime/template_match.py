@@ -47,17 +47,3 @@ def match_template(
         return None
     slots = {name: value.strip() for name, value in found.groupdict().items()}
     return slots if all(slots.values()) else None
-
-
-def longest_literal(template: str) -> str:
-    """The template's longest run of literal text, whitespace-collapsed and lower-cased.
-
-    A question can only match the template if it contains this text, and a substring test is
-    ~100x cheaper than the full pattern: the fast path checks it first for every entry."""
-    chunks = (lit for lit, _, _, _ in string.Formatter().parse(_SPACE.sub(" ", template.strip())) if lit)
-    return max((chunk.strip().lower() for chunk in chunks), key=len, default="")
-
-
-def normalised(question: str) -> str:
-    """The question as ``longest_literal`` texts are compared with it."""
-    return _SPACE.sub(" ", question.strip()).lower()

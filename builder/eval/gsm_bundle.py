@@ -142,13 +142,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--others", type=int, default=None, help="entries beyond the dev sets' (default: all not held out)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-target-model", action="store_true")
+    parser.add_argument("--split", type=Path, default=None,
+                        help="reuse a saved split.json (so a changed importer is compared on the same held-out entries)")
     args = parser.parse_args(argv)
 
     from builder.eval.sets import write_sets
 
     ensure_registry(args.registry)
-    split = choose_split(accepted_entries(args.registry), dev_entry_ids(), unrelated=args.unrelated,
-                         others=args.others, seed=args.seed)
+    accepted = accepted_entries(args.registry)
+    if args.split is not None:
+        saved = Split.load(args.split)
+        split = Split(tuple(e for e in saved.bundle_ids if e in accepted), tuple(e for e in saved.unrelated_ids if e in accepted),
+                      saved.dev_ids, saved.seed)
+    else:
+        split = choose_split(accepted, dev_entry_ids(), unrelated=args.unrelated, others=args.others, seed=args.seed)
     split.save(args.out / "split.json")
     bundle = build_eval_bundle(args.registry, split, args.out / "bundles", key=eval_key(args.out / "keys"),
                                target_model=None if args.no_target_model else "default")

@@ -419,12 +419,16 @@ def test_out_of_domain_value_without_a_model_is_a_validation_miss(gas):
 
 
 def test_no_engine_and_no_template_match(gas):
-    for entry, question in [(gas, "How hot is the gas?"), (SHIP, "Ship 7 crates by air."), (SHIP, "Ship 7 boxes by air")]:
+    # a short instruction that names another object is another question; the model is needed to read it
+    for entry, question in [(gas, "How hot is the gas?"), (SHIP, "Ship 7 crates by air.")]:
         with pytest.raises(ExtractionError) as info:
             Extractor(None).extract(entry, question)
         assert info.value.reason == "extraction_failed"
     with pytest.raises(ExtractionError, match="extraction_failed"):
         Extractor(None, use_fast_path=False).extract(SHIP, "Ship 7 boxes by air.")
+    # punctuation is not part of the question: the aligned path reads it without a model
+    served = Extractor(None).extract(SHIP, "ship 7 boxes by air")
+    assert (served.path, served.values) == ("aligned", {"count": 7, "mode": "air"})
 
 
 # ---- (g) the template fast path -----------------------------------------------------------------------------
@@ -609,15 +613,16 @@ class _ReadsRightSpellsClosersShort(Extractor):
 
     truth = ("sea", "21")
 
-    def _verify(self, machine, draft_ids, hidden_rows, named=frozenset()):
+    def _verify(self, machine, draft_ids, hidden_rows):
         self.machine = machine
-        return super()._verify(machine, draft_ids, hidden_rows, frozenset())  # the model reads every slot
+        return super()._verify(machine, draft_ids, hidden_rows)
 
     def _choose(self, hidden, allowed):
         value, target = self.machine._value_text, self.truth[self.machine._slot]
         texts = {t: self.engine.token_text(t) for t in allowed}
-        if value == target:
-            return min((t for t in allowed if texts[t].startswith('"')), key=lambda t: len(texts[t]))
+        closers = [t for t in allowed if texts[t].startswith('"')]
+        if value == target or not target.startswith(value):  # done, or steered off its own reading: close
+            return min(closers, key=lambda t: len(texts[t]))
         return next(t for t in allowed if texts[t] and target.startswith(value + texts[t]))
 
 
@@ -644,9 +649,9 @@ class _PrefersTheExamplesOption(_ReadsRightSpellsClosersShort):
 
     truth = ("air", "21")
 
-    def _verify(self, machine, draft_ids, hidden_rows, named=frozenset()):
+    def _verify(self, machine, draft_ids, hidden_rows):
         self.machine = machine
-        return Extractor._verify(self, machine, draft_ids, hidden_rows, named)
+        return Extractor._verify(self, machine, draft_ids, hidden_rows)
 
 
 def test_an_option_the_question_names_is_not_put_to_the_model(engine):
@@ -664,5 +669,10 @@ def test_an_option_the_question_names_is_not_put_to_the_model(engine):
     reader = _PrefersTheExamplesOption(engine, use_fast_path=False, on_disagreement="miss")
     served = reader.extract(entry, "By sea, please ship 21 boxes.")
     assert served.values == {"mode": "sea", "count": 21}
+    from edge_runtime.extractor import _slot_spec
+
+    mode = entry.params[0]  # decoding without a draft leaves the model the named option only, too
+    assert _slot_spec(mode, "By sea, please ship 21 boxes.").choices == ("sea",)
+    assert _slot_spec(mode, "By air or sea, please ship 21 boxes.").choices == ("air", "sea")
     with pytest.raises(ExtractionError):  # 'air or sea': no single option named, so no draft and no answer
         reader.extract(entry, "By air or sea, please ship 21 boxes.")

@@ -56,3 +56,53 @@ def test_choice_slots_accept_only_their_choices():
     params = (Param(name="n", description="boxes", type=int, original=2), Param(name="mode", description="mode", type=str, original="air", choices=("air", "sea")))
     assert aligned_values(template, params, "Please ship 9 boxes by sea to the warehouse.") == {"n": "9", "mode": "sea"}
     assert aligned_values(template, params, "Please ship 9 boxes by train to the warehouse.") is None
+
+
+def test_objects_units_and_currency_change_around_the_slots():
+    template = ("Raphael went to buy some school supplies. He bought {pens} pens which cost ${pen_cost} each, "
+                "and a rim of bond paper which cost ${paper}. How much did Raphael spend on everything?")
+    params = (
+        Param(name="pens", description="pens bought", type=int, original=4, minimum=0),
+        Param(name="pen_cost", description="cost of a pen", type=float, original=1.5, minimum=0),
+        Param(name="paper", description="cost of the paper", type=float, original=20.0, minimum=0),
+    )
+    question = ("William went to buy some school supplies. He bought 8 folders which cost £2.75 each, and a rim of "
+                "bond paper which cost £13. How much did William spend on everything?")
+    assert aligned_values(template, params, question) == {"pens": "8", "pen_cost": "2.75", "paper": "13"}
+    # an added purchase is an added quantity: not the same reasoning
+    added = question.replace("each, and", "each, 3 erasers, and")
+    assert aligned_values(template, params, added) is None
+
+
+def test_plural_units_and_number_words_in_a_changed_stretch():
+    template = "He buys {count} {weight}-pound bales of hay for his horses."
+    params = (Param(name="count", description="bales", type=int, original=4, minimum=0),
+              Param(name="weight", description="pounds per bale", type=int, original=75, minimum=1))
+    assert aligned_values(template, params, "He buys thirty-two 65-pounds bales of hay for his horses.") == {
+        "count": "thirty-two", "weight": "65"}
+
+
+def test_a_short_instruction_may_not_change_what_it_asks_for():
+    template = "Convert {value} degrees {unit} to kelvin."
+    params = (Param(name="value", description="temperature", type=float, original=20.0),
+              Param(name="unit", description="scale", type=str, original="celsius", choices=("celsius", "fahrenheit")))
+    assert aligned_values(template, params, "Please convert 451 degrees fahrenheit to kelvin.") == {
+        "value": "451", "unit": "fahrenheit"}
+    assert aligned_values(template, params, "Convert 451 degrees fahrenheit to rankine.") is None
+
+
+def test_the_final_question_may_not_ask_for_what_the_template_gives():
+    template = ("John earns {wage} dollars an hour and works {hours} hours a week. He buys {pens} pens that cost "
+                "{pen_cost} dollars each. How many {pencil_cost} dollar pencils can he buy with the rest?")
+    params = tuple(Param(name=n, description=n, type=int, original=o, minimum=0)
+                   for n, o in (("wage", 50), ("hours", 6), ("pens", 4), ("pen_cost", 25), ("pencil_cost", 10)))
+    same = template.format(wage=40, hours=5, pens=3, pen_cost=20, pencil_cost=5)
+    assert aligned_values(template, params, same) is not None
+    assert aligned_values(template, params, same.replace("dollar pencils", "dollar pens")) is None
+
+
+def test_a_repeated_slot_must_read_one_value():
+    template = "A {n}-item quiz has {n} questions and {k} answers."
+    params = (Param(name="n", description="items", type=int, original=60), Param(name="k", description="answers", type=int, original=3))
+    assert aligned_values(template, params, "A 30-item quiz has 30 questions and 4 answers.") == {"n": "30", "k": "4"}
+    assert aligned_values(template, params, "A 30-item quiz has 31 questions and 4 answers.") is None
