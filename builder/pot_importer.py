@@ -824,33 +824,51 @@ def _derived_from(
     program: PalProgram, params: Sequence[ParamPlan], restored: dict[int, Any], mentions: Sequence[Mention],
     explained: set[int],
 ) -> dict[str, str]:
-    """Parameters that a constant not stated in the question equals a one-step combination of
-    (``lodgepole_pine = 40`` where the question says "twenty ... twice as many"): the program
-    precomputed from them, so they must stay constant."""
+    """Parameters the program may have precomputed into a constant, which must then stay constant:
+
+    - a constant not stated in the question that equals a combination of a parameter with another
+      value in one or two steps (``lodgepole_pine = 40`` from "twenty ... twice as many";
+      ``average = total * 0.3`` from "40% ... the rest equally divided": (1 - 40/100) / 2);
+    - a unit-constant literal equal to a parameter's value (``sunday = 10 + more`` where the
+      question's "10 boxes" is a parameter): it may be that parameter, read twice, once as a constant.
+    """
     assigned_ids = {lid for p in params for lid, _ in p.literals} | explained
-    values = [(p.name, float(p.original)) for p in params]
+    values = [(p.name, float(p.original)) for p in params if not p.free]
+    values += [(p.name, float(p.original) / 100) for p in params if p.mention.percent and not p.free]
     extra = [(None, float(v)) for m in mentions if m.kind == "structural" for v in (m.value, *m.alternatives)]
     extra += [(None, float(m.value)) for m in mentions if m.kind in ("digits", "word")]
+    # Two steps only through the constants of percentages and halving ((1 - 40/100) / 2): with more
+    # constants, coincidences freeze parameters that are fine (measured on the GSM8K import).
+    first_constants = [(None, 1.0), (None, 100.0)]
+    second_constants = (2.0, 100.0)
+
+    def combos(a: float, b: float) -> tuple[float, ...]:
+        return (a + b, a - b, b - a, a * b, a / b if b else math.nan, b / a if a else math.nan)
+
     out: dict[str, str] = {}
     for lit in program.literals:
         if lit.id in assigned_ids or lit.excluded:
             continue
         c = float(restored.get(lit.id, lit.value))
-        if c in UNIT_CONSTANTS or abs(c) in (0.0, 1.0, 2.0, 0.5):
+        if c in UNIT_CONSTANTS:
+            for name, value in values:
+                if _close(value, c) and not lit.direct:
+                    out.setdefault(name, f"the program's {format_value(c)} may be this value")
             continue
-        for (na, a), (nb, b) in itertools.product(values, values + extra):
-            if na is None or (na == nb):
+        if abs(c) in (0.0, 1.0, 2.0, 0.5):
+            continue
+        for (na, a), (nb, b) in itertools.product(values, values + extra + first_constants):
+            if na == nb:
                 continue
-            for op, result in (("+", a + b), ("-", a - b), ("*", a * b), ("/", a / b if b else math.nan),
-                               ("- ", b - a), ("/ ", b / a if a else math.nan)):
-                if _close(result, c):
-                    names = [n for n in (na, nb) if n is not None]
-                    for n in names:
-                        out.setdefault(n, f"the program's {format_value(c)} is computed from it")
-                    break
-            else:
-                continue
-            break
+            first = combos(a, b)
+            other_param = nb is not None and (nb, b) in values
+            if any(_close(r, c) for r in first if nb is not None or b not in (1.0, 100.0)) or (
+                    (other_param or nb is None and b in (1.0, 100.0)) and any(
+                        _close(r2, c) for r in first if math.isfinite(r) for k in second_constants
+                        for r2 in (r * k, r / k, r + k, r - k))):
+                for n in (na, nb):  # every parameter that can explain it: which one did is unknowable
+                    if n is not None:
+                        out.setdefault(n, f"the program's {format_value(c)} may be computed from it")
     return out
 
 
@@ -1260,9 +1278,19 @@ def render_source(t: Transcript, program: PalProgram, plan: Plan) -> str:
         "    params=[\n" + "\n".join(param_lines) + "\n    ],\n"
         f"    root={description.lower()!r},\n"
         "    answer_key='answer',\n"
+        + ("    whole_answer=True,\n" if _counts_things(t) else "")
+        + 
         ")\n"
     )
     return source
+
+
+def _counts_things(t: Transcript) -> bool:
+    """The question asks "how many" and its gold answer is whole: the answer is a count."""
+    asked = re.split(r"(?<=[.!])\s+", t.question.strip())[-1]
+    return isinstance(t.gold, int) and bool(re.search(r"\bhow many\b", asked, re.IGNORECASE)) and not re.search(
+        r"\bhow many (?:more |fewer )?(?:dollars|cents|hours|minutes|days|weeks|years|miles|pounds|ounces|grams|kilograms|"
+        r"liters|litres|gallons|feet|inches|meters|percent)\b", asked, re.IGNORECASE)
 
 
 def _norm(text: str) -> str:

@@ -58,6 +58,13 @@ class Answer:
     path: str = ""
 
 
+def _whole(value: Any) -> bool:
+    """A whole number (or not a number at all: nothing to judge)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True
+    return abs(value - round(value)) <= 1e-9 * max(1.0, abs(value))
+
+
 class Answerer:
     """Answers questions from one verified bundle."""
 
@@ -228,6 +235,10 @@ class Answerer:
         result = dict(execution.result)
         answer_value = result.get(entry.answer_key) if entry.answer_key else None
         timings["is4_ms"] = (time.perf_counter() - t) * 1000
+        if entry.whole_answer and not _whole(answer_value):
+            return miss("answer_out_of_domain", f"the entry counts things, but its reasoning gives {answer_value!r} "
+                        "for these values (a rounding step it never needed)", entry_id=eid, similarity=sim,
+                        parameters=values, path=path)
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         return Answer(
             True,

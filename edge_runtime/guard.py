@@ -255,7 +255,10 @@ class ReasoningGuard:
     def __call__(self, entry: EntryPoint, question: str, values: dict[str, Any], path: str) -> str | None:
         if path == "template":
             return None
-        return self.verdict(entry, question, values).refusal
+        # The aligned path has compared the final question word by word already, renames included
+        # ("How many kiwis does Joe have?" for "How many bananas does John have?"), which this
+        # content-word overlap cannot tell from another target.
+        return self.verdict(entry, question, values, check_target=path != "aligned").refusal
 
     # The entry's side, computed once per entry.
     def _template(self, entry: EntryPoint) -> "_TemplateFacts":
@@ -278,7 +281,7 @@ class ReasoningGuard:
                 self._templates[entry.id] = cached
         return cached
 
-    def verdict(self, entry: EntryPoint, question: str, values: dict[str, Any]) -> Verdict:
+    def verdict(self, entry: EntryPoint, question: str, values: dict[str, Any], *, check_target: bool = True) -> Verdict:
         cfg = self.config
         facts = self._template(entry)
         literal, template_words, template_target = facts.literal, facts.words, facts.target
@@ -289,14 +292,15 @@ class ReasoningGuard:
 
         # 1. every numeric parameter value is a number the question states: among the mentions with that
         # value (as read first, then alternative readings), the one whose neighbouring words match the slot's.
-        numeric = [(p.name, float(values[p.name])) for p in entry.params
+        numeric = [(p.name, float(values[p.name]), p.reading) for p in entry.params
                    if p.choices is None and p.type is not str and p.type is not bool and p.name in values]
         unbound = []
-        for name, value in numeric:
+        for name, value, reading in numeric:
             slot = facts.slots.get(name, (set(), set()))
-            index = _best(mentions, contexts, used, slot, lambda m: _same(m.values[0], value))
+            stated = 1 / value if reading == "reciprocal" and value else value  # "two thirds" for the 1.5 of "/ 1.5"
+            index = _best(mentions, contexts, used, slot, lambda m: _same(m.values[0], stated))
             if index is None:
-                index = _best(mentions, contexts, used, slot, lambda m: any(_same(v, value) for v in m.values))
+                index = _best(mentions, contexts, used, slot, lambda m: any(_same(v, stated) or _same(v, value) for v in m.values))
             if index is None:
                 unbound.append(name)
             else:
@@ -353,7 +357,7 @@ class ReasoningGuard:
         share = len(t_words & q_words) / len(t_words) if t_words else 1.0
         checks["target"] = {"template": template_target, "question": asked, "template_noun": sorted(t_noun),
                             "question_noun": sorted(q_noun), "share": round(share, 3)}
-        if cfg.check_target:
+        if cfg.check_target and check_target:
             # A reversed question asks for another quantity the entry talks about ("how many *years*" in an
             # entry that asks for inches over years); a renamed one (grams -> ounces) is not refused here.
             if t_noun and q_noun and not t_noun & q_noun and q_noun <= template_words:

@@ -146,6 +146,9 @@ class EntryPoint:
     question: str = ""
     answer_key: str | None = None
     module: str = "<unknown>"
+    #: The answer counts things ("how many ...", a whole number for the original question): a fraction
+    #: for new values means the cached reasoning lacks a rounding step it never needed; served as a MISS.
+    whole_answer: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", tuple(self.params))
@@ -247,6 +250,7 @@ def entry_to_dict(entry: EntryPoint) -> dict[str, Any]:
         "question": entry.question,
         "root": entry.root,
         "answer_key": entry.answer_key,
+        "whole_answer": entry.whole_answer,
         "params": declared_params(entry.params),
     }
 
@@ -261,4 +265,5 @@ def entry_from_dict(data: Mapping[str, Any]) -> EntryPoint:
         root=data.get("root", ""),
         question=data.get("question", ""),
         answer_key=data.get("answer_key"),
+        whole_answer=bool(data.get("whole_answer", False)),
     )

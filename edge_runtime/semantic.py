@@ -70,6 +70,7 @@ def entry_point(
     root: str,
     question: str = "",
     answer_key: str | None = None,
+    whole_answer: bool = False,
 ) -> EntryPoint:
     """Declare how a class of questions enters the cache (template ``q(•1..•n)`` with ``{name}`` slots)."""
     return EntryPoint(
@@ -80,6 +81,7 @@ def entry_point(
         root=root,
         question=question,
         answer_key=answer_key,
+        whole_answer=whole_answer,
     )
 
 

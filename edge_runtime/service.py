@@ -24,6 +24,7 @@ _REASONS = {
     "deadline_exceeded": pb.DEADLINE_EXCEEDED,
     "resource_exhausted": pb.RESOURCE_EXHAUSTED,
     "reasoning_changed": pb.REASONING_CHANGED,
+    "answer_out_of_domain": pb.ANSWER_OUT_OF_DOMAIN,
 }
 MAX_BLOB_BYTES = 4 << 30
 

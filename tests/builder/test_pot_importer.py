@@ -435,3 +435,107 @@ def test_first_40_gsm8k_rows(tmp_path):
         values = extractor.extract(registry.entries[path.stem], row.question).values
         got = LoadedCompiledEntry(compiled.source, path.stem.replace("-", "_")).run(values).result["answer"]
         assert abs(float(got) - float(row.gold)) <= 1e-6 * max(1.0, abs(float(row.gold))), path.name
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers the reasoning ignores, number words as parameters, precomputed constants, counts
+# ---------------------------------------------------------------------------------------------
+def test_a_number_the_program_never_reads_becomes_a_free_slot(importer):
+    q = ("Grandma walks 3 miles every day: 2 miles on the beach and 1 mile on the sidewalk. She walks the beach "
+         "at 4 miles per hour and the sidewalk at 2 miles per hour. How many hours does she walk?")
+    t = transcript(q, """
+        beach = 2
+        sidewalk = 1
+        beach_speed = 4
+        sidewalk_speed = 2
+        result = beach / beach_speed + sidewalk / sidewalk_speed
+        return result
+    """, 1)
+    result = accepted(importer, t)
+    entry, compiled = load_entry(result.source, result.id)
+    free = [p for p in entry.params if p.name.startswith("unused")]
+    assert len(free) == 1 and "not read by the reasoning" in free[0].description
+    assert "{%s} miles every day" % free[0].name in entry.template
+    assert "load(ctx, %r" % free[0].description not in result.source  # the root never loads it
+    assert answer(entry, compiled, q.replace("walks 3 miles", "walks 5 miles")) == 1  # a free value changes nothing
+    assert answer(entry, compiled, q.replace("2 miles on", "4 miles on").replace("walks 3", "walks 5")) == 1.5
+
+
+def test_no_free_slot_when_a_literal_may_have_been_computed_from_the_number(importer):
+    q = "John has 10 trees. He can harvest every 3 months, 100 apples a tree. How many apples does he get in a year?"
+    t = transcript(q, """
+        trees = 10
+        apples_per_tree = 100
+        harvests_per_year = 4
+        result = trees * apples_per_tree * harvests_per_year
+        return result
+    """, 4000)
+    result = accepted(importer, t)
+    entry, _ = load_entry(result.source, result.id)
+    assert not [p for p in entry.params if p.name.startswith("unused")]
+    assert "every 3 months" in entry.template  # stays literal: the guard refuses another number there
+
+
+def test_number_words_become_parameters_read_as_their_number_or_its_reciprocal(importer):
+    q = "A juggler has 16 balls. Half of the balls are golf balls, and he buys twice as many tennis balls. How many tennis balls?"
+    t = transcript(q, """
+        balls = 16
+        golf = balls / 2
+        tennis = golf * 2
+        return tennis
+    """, 16)
+    result = accepted(importer, t)
+    entry, compiled = load_entry(result.source, result.id)
+    readings = {p.reading for p in entry.params if p.type is float}
+    assert "reciprocal" in readings and None in readings
+    assert answer(entry, compiled, q.replace("Half", "One quarter")) == 8
+    assert answer(entry, compiled, q.replace("Half", "Three quarters").replace("twice", "three times")) == 36
+    assert answer(entry, compiled, q.replace("twice", "thrice")) == 24
+
+
+def test_a_parameter_a_constant_was_precomputed_from_is_kept_constant(importer):
+    q = ("In a 45-item quiz, 40% of the questions are easy, and the rest are equally divided as average and hard. "
+         "If Ann gets 90% of the easy ones and all the others right, how many points does she get?")
+    t = transcript(q, """
+        total = 45
+        easy = total * 40 / 100
+        average = total * 0.3
+        hard = total * 0.3
+        return easy * 90 / 100 + average + hard
+    """, 43.2)
+    result = accepted(importer, t)
+    entry, _ = load_entry(result.source, result.id)
+    assert "40% of the questions" in entry.template  # (1 - 40/100) / 2 = 0.3: the 40 cannot vary
+    assert "90%" not in entry.template and "45-item" not in entry.template  # these can
+
+
+def test_a_unit_constant_equal_to_a_parameter_freezes_it(importer):
+    q = "On Saturday he sold 10 boxes. On Sunday he sold 5 more boxes than on Saturday. How many boxes in all?"
+    t = transcript(q, """
+        saturday = 10
+        sunday = 10 + 5
+        return saturday + sunday
+    """, 25)
+    result = accepted(importer, t)
+    entry, _ = load_entry(result.source, result.id)
+    assert "sold 10 boxes" in entry.template  # 10 + 5 may read Saturday's 10 again: it stays fixed
+
+
+def test_a_count_is_marked_a_whole_answer(importer):
+    q = "Mary has 9 jars. Each jar decorates 7 cupcakes and each pan holds 12 cupcakes. How many pans does she need?"
+    t = transcript(q, """
+        jars = 9
+        per_jar = 7
+        per_pan = 12
+        return jars * per_jar / per_pan
+    """, 5.25)
+    assert "whole_answer" not in accepted(importer, t).source  # the gold answer is no whole number
+    whole = transcript(q.replace("12 cupcakes", "9 cupcakes"), """
+        jars = 9
+        per_jar = 7
+        per_pan = 9
+        return jars * per_jar / per_pan
+    """, 7)
+    result = accepted(importer, whole)
+    entry, _ = load_entry(result.source, result.id)
+    assert entry.whole_answer
