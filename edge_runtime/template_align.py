@@ -105,7 +105,8 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *, m
         return None  # too little of the template survives: a different question, or a paraphrase
     by_name = {p.name: p for p in params}
     values: dict[str, str] = {}
-    renamed: set[tuple[str, str]] = set()  # (template word, the question's word in its place)
+    renamed: set[tuple[str, str]] = set()  # (template word, the question's word in its place), before the target
+    swapped: set[tuple[str, str]] = set()  # the same, anywhere
     target_start = _target_start(t_tokens)
     in_target: list[tuple[list[str], list[str]]] = []  # changed words of the final question (template, question)
     for op, i1, i2, j1, j2 in opcodes:
@@ -120,8 +121,10 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *, m
             return None  # a constant of the reasoning sits in a changed stretch: it changed or moved
         q_plain = [w for w in q_words if not _is_quantity(w)]
         pairs = [(_norm(a), _norm(b)) for a, b in zip(words, q_plain)] if len(q_plain) == len(words) else []
+        changed = {(a, b) for a, b in pairs if a != b and a.isalpha() and a not in _COMMON}
+        swapped.update(changed)
         if i2 <= target_start:
-            renamed.update((a, b) for a, b in pairs if a != b and a.isalpha() and a not in _COMMON)
+            renamed.update(changed)
         if not slots:
             if any(_is_quantity(w) or w in _ADDING_WORDS for w in q_words):
                 return None  # a quantity added (or a constant replaced) outside the slots
@@ -139,7 +142,7 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *, m
         for name, span in read.items():
             if values.setdefault(name, span) != span:
                 return None  # a repeated slot reads two different values
-    if any((b, a) in renamed for a, b in renamed):
+    if any((b, a) in swapped for a, b in swapped):
         return None  # two template words traded places: the values' roles swapped
     elsewhere = {w for w in t_norm[:target_start] if w.isalpha() and w not in _COMMON}
     for t_words, q_words in in_target:

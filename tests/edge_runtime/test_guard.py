@@ -201,3 +201,50 @@ def test_reasoning_changed_is_a_miss_reason_of_the_contract():
     from edge_runtime.service import _REASONS
 
     assert _REASONS["reasoning_changed"] == pb.REASONING_CHANGED == 9
+
+
+BALLS = EntryPoint(
+    id="balls",
+    description="A juggler's balls",
+    template="A juggler can juggle {total} balls. {golf} of the balls are golf balls. How many golf balls are there?",
+    params=(Param("total", "balls", int, 16, minimum=0),
+            Param("golf", "the share of golf balls, as a divisor", float, 2.0, minimum=0, exclusive_minimum=True,
+                  reading="reciprocal")),
+    root="answer the balls question",
+    answer_key="answer",
+)
+
+
+def test_a_value_read_as_a_reciprocal_is_a_stated_number():
+    question = "A juggler can juggle 60 balls. Two thirds of the balls are golf balls. How many golf balls are there?"
+    assert check(BALLS, question, {"total": 60, "golf": 1.5}, "lm-draft") is None  # "two thirds" states 1/1.5
+    assert check(BALLS, question, {"total": 60, "golf": 4.0}, "lm-draft") is not None  # "a quarter" is not said
+
+
+def test_the_aligned_path_is_not_refused_for_a_final_question_renamed_throughout():
+    question = ("Joe picks 162 kiwis on Tuesday. Then he picks 73 kiwis on Wednesday. How many kiwis does Joe have?")
+    entry = EntryPoint(
+        id="picks", description="picking", root="r", answer_key="answer",
+        template="John picks {a} bananas on Wednesday. Then he picks {b} bananas on Thursday. How many bananas does John have?",
+        params=(Param("a", "first day", int, 4, minimum=0), Param("b", "second day", int, 6, minimum=0)),
+    )
+    values = {"a": 162, "b": 73}
+    assert check(entry, question, values, "aligned") is None
+    assert check(entry, question, values, "lm-draft") is not None  # the model path keeps the overlap test
+
+
+def test_a_count_that_comes_out_fractional_is_a_miss_not_an_answer():
+    """An entry whose answer counts things (whole_answer) refuses a fraction: its reasoning lacks a rounding step."""
+    from dataclasses import replace
+
+    pans = replace(BALLS, id="pans", whole_answer=True)
+    for answer, hit in ((6.3, False), (6.0, True), (7, True)):
+        def executor(digest, entry_id, source, values, timeout, answer=answer):
+            return Execution({"answer": answer}, [])
+
+        answerer = Answerer(name="t", version="1", digest="d", entries={"pans": pans}, modules={"pans": ""},
+                            router=None, threshold=0.5, extractor=_Extractor(), executor=executor, guard=None)
+        served = answerer.answer("A juggler can juggle 80 balls. Half of the balls are golf balls. How many golf balls are there?")
+        assert served.hit is hit, served
+        if not hit:
+            assert served.miss_reason == "answer_out_of_domain" and "6.3" in served.miss_detail

@@ -106,3 +106,14 @@ def test_a_repeated_slot_must_read_one_value():
     params = (Param(name="n", description="items", type=int, original=60), Param(name="k", description="answers", type=int, original=3))
     assert aligned_values(template, params, "A 30-item quiz has 30 questions and 4 answers.") == {"n": "30", "k": "4"}
     assert aligned_values(template, params, "A 30-item quiz has 31 questions and 4 answers.") is None
+
+
+def test_two_words_trading_places_inside_the_final_question_is_a_swap():
+    template = ("John has {money} dollars. How many {pen_cost} dollar pens can he buy after he buys {pencils} pencils "
+                "that cost {pencil_cost} dollars each?")
+    params = tuple(Param(name=n, description=n, type=int, original=o, minimum=0)
+                   for n, o in (("money", 100), ("pen_cost", 10), ("pencils", 4), ("pencil_cost", 5)))
+    question = template.format(money=90, pen_cost=10, pencils=4, pencil_cost=25)
+    assert aligned_values(template, params, question) is not None
+    swapped = question.replace("dollar pens", "dollar PENCILS").replace("4 pencils", "4 pens").replace("PENCILS", "pencils")
+    assert aligned_values(template, params, swapped) is None

@@ -116,3 +116,21 @@ def test_parse_quantity_rejects_non_text():
 def test_quantity_is_immutable():
     with pytest.raises(AttributeError):
         parse_quantity("2 kg").value = 3  # type: ignore[misc]
+
+
+def test_a_reciprocal_reading_and_its_rendering():
+    from edge_runtime.errors import ParameterValidationError
+    from edge_runtime.metadata import Param, param_from_dict, declared_params
+    from edge_runtime.param_values import read_param
+
+    divisor = Param("share", "the share, as a divisor", float, 2.0, minimum=0, exclusive_minimum=True, reading="reciprocal")
+    assert read_param(divisor, "half") == 2.0
+    assert read_param(divisor, "two thirds") == 1.5
+    assert read_param(divisor, "a quarter") == 4.0
+    assert divisor.text(3.0) == "1/3" and divisor.text(1.5) == "2/3"
+    with pytest.raises(ParameterValidationError):
+        read_param(divisor, "zero")
+    assert param_from_dict(declared_params([divisor])[0]) == divisor
+    assert Param("x", "x", float, 0.5).text(1 / 3) == "1/3" and Param("x", "x", float, 0.5).text(0.25) == "0.25"
+    with pytest.raises(Exception):
+        Param("n", "n", int, 2, reading="reciprocal")  # a reciprocal is not a whole number
