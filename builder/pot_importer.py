@@ -13,7 +13,12 @@ answer). For each transcript this module
 4. decides which literals are parameters: a literal whose value (or a number-word / percent form of
    it) is stated in the question is a parameter, mapped to exactly one mention of the question; unit
    constants (60 minutes, 100 percent, 7 days...) that the question does not state stay constants
-   (``no_parameters`` when nothing is left);
+   (``no_parameters`` when nothing is left). A number word the literal came from ("half" for the 2
+   of ``x / 2``, "twice") becomes a parameter read as its number or its reciprocal, so "one third"
+   can take its place. A parameter the program may have precomputed a constant from (one or two
+   steps, ``0.3`` from "40% ... the rest equally divided") or that a unit-constant literal may
+   repeat stays constant. A number of the question no literal reads becomes a free slot (the
+   reasoning ignores it, so a variant may change it) when every literal is accounted for;
 5. writes one entry source in the project's format: a root ``@semantic_function`` whose body is the
    program with ``load()`` bindings for the parameters, a ``narrate()`` after every step and
    ``return {"answer": ...}``, plus an ``entry_point`` whose template is the original question with

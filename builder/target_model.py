@@ -261,11 +261,7 @@ def _tokenizer_and_config(source: Path, out: Path, progress: Callable[[str], Non
         config = json.loads((hf_dir / "config.json").read_text())
     else:
         progress(f"reading the tokenizer and config of {source.name}")
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
-            auto = AutoConfig.from_pretrained(source.parent, gguf_file=source.name)
-        except Exception as exc:  # transformers raises many types for a damaged file
-            raise TargetModelBuildError(f"cannot read GGUF {source}: {type(exc).__name__}: {exc}") from exc
+        tokenizer, auto = _from_gguf(source, AutoTokenizer, AutoConfig)
         _check_architecture(auto.model_type, source)
         _check_rope(auto, source)
         out.mkdir(parents=True, exist_ok=True)
@@ -295,16 +291,20 @@ def _load_checkpoint(source: Path, out: Path, progress: Callable[[str], None]) -
         _check_rope(config, source)
         return source
     progress(f"loading GGUF {source.name} (transformers de-quantises it to fp32)")
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
-        model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name)
-    except Exception as exc:  # transformers raises many types for a damaged file
-        raise TargetModelBuildError(f"cannot read GGUF {source}: {type(exc).__name__}: {exc}") from exc
+    tokenizer, model = _from_gguf(source, AutoTokenizer, AutoModelForCausalLM)
     _check_architecture(model.config.model_type, source)
     _check_rope(model.config, source)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+def _from_gguf(source: Path, *loaders: object) -> list:
+    """Each transformers loader (AutoTokenizer, AutoConfig, AutoModelForCausalLM) applied to a GGUF file."""
+    try:
+        return [loader.from_pretrained(source.parent, gguf_file=source.name) for loader in loaders]  # type: ignore[attr-defined]
+    except Exception as exc:  # transformers raises many types for a damaged file
+        raise TargetModelBuildError(f"cannot read GGUF {source}: {type(exc).__name__}: {exc}") from exc
 
 
 def _check_architecture(model_type: str, source: Path) -> None:

@@ -29,6 +29,10 @@ import numpy as np  # noqa: E402
 from edge_runtime.errors import TargetModelError  # noqa: E402
 
 
+#: Bytes of float32 head rows kept for the token sets constraints ask about (a 100-token copy set is 230 KB).
+ROWS_CACHE_BYTES = 24 << 20
+
+
 @dataclass(frozen=True)
 class KVState:
     """Past keys and values of one sequence, [1, kv_heads, length, head_dim] per layer."""
@@ -105,6 +109,7 @@ class LMEngine:
         self._prefix_lock = threading.Lock()
         self._run_lock = threading.Lock()
         self._rows_cache: dict[tuple[int, ...], np.ndarray] = {}
+        self._rows_bytes = 0
         self._token_text: dict[int, str] = {}
         self._charset_tokens: dict[str, list[int]] = {}
 
@@ -230,9 +235,11 @@ class LMEngine:
         rows = self._rows_cache.get(key)
         if rows is None:
             rows = np.asarray(self.head[list(key)], dtype=np.float32)
-            if len(self._rows_cache) > 4096:
+            if self._rows_bytes + rows.nbytes > ROWS_CACHE_BYTES:  # bounded by bytes: copy sets can be large
                 self._rows_cache.clear()
+                self._rows_bytes = 0
             self._rows_cache[key] = rows
+            self._rows_bytes += rows.nbytes
         return rows @ hidden.astype(np.float32)
 
     def prefix_state(self, prefix_ids: Sequence[int]) -> KVState:
