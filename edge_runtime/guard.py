@@ -280,6 +280,11 @@ class ReasoningGuard:
             words = content_words(literal.replace("\x00", " ")) | {
                 w for p in entry.params if p.unit for w in content_words(p.unit)}
             target = target_clause(_SLOT.sub("#", entry.template))
+            head = target.split("#")[0]
+            if "#" in target and len(content_words(head)) >= 2:
+                # "What is the pressure, in kPa, of # mol ... held in a # container?": what it asks for is
+                # before its givens; a rewording may state them in a sentence of their own
+                target = head
             cached = _TemplateFacts(literal, constants, slots, words, target)
             if len(self._templates) < 100_000:
                 self._templates[entry.id] = cached

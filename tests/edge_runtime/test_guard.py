@@ -248,3 +248,14 @@ def test_a_count_that_comes_out_fractional_is_a_miss_not_an_answer():
         assert served.hit is hit, served
         if not hit:
             assert served.miss_reason == "answer_out_of_domain" and "6.3" in served.miss_detail
+
+
+def test_a_question_that_states_its_givens_apart_asks_the_same_thing():
+    gas = EntryPoint(
+        id="gas", description="gas pressure", root="r", answer_key="answer",
+        template="What is the pressure, in kPa, of {moles} mol of an ideal gas at {kelvin} kelvin?",
+        params=(Param("moles", "amount of gas in mol", float, 2.0, minimum=0), Param("kelvin", "temperature", float, 300.0)),
+    )
+    values = {"moles": 1.5, "kelvin": 280.0}
+    assert check(gas, "A flask holds 1.5 mol of ideal gas at 280 kelvin. What is the pressure in kPa?", values) is None
+    assert check(gas, "A flask holds 1.5 mol of ideal gas at 280 kelvin. What is its volume in litres?", values) is not None
