@@ -18,12 +18,10 @@ from edge_runtime.errors import (
     ExtractionError,
     ResourceExhaustedError,
 )
-from edge_runtime.extractor import Extractor, validate_spans
+from edge_runtime.extractor import Extractor
 from edge_runtime.metadata import EntryPoint
 from edge_runtime.registry import Execution
 from edge_runtime.skeleton_index import SkeletonIndex
-from edge_runtime.template_align import aligned_values
-from edge_runtime.template_match import match_template
 
 #: Runs compiled entry code: (bundle digest, entry id, module source, values, timeout seconds) -> Execution.
 Executor = Callable[[str, str, str, dict[str, Any], float | None], Execution]
@@ -99,9 +97,6 @@ class Answerer:
         self.executor = executor
         self.top_k = top_k
         self.guard = guard
-        self._choices = {
-            eid: {p.name: tuple(str(c) for c in p.choices) for p in e.params if p.choices} for eid, e in entries.items()
-        }
         self.skeleton = SkeletonIndex((eid, e.template) for eid, e in entries.items())
         self.skeleton_min_score = skeleton_min_score
         self.skeleton_model_score = skeleton_model_score
@@ -109,17 +104,11 @@ class Answerer:
     def _fast_path(self, eid: str, query: str) -> tuple[tuple[str, float, dict[str, Any], str] | None, ExtractionError | None]:
         """(chosen, None) when ``query`` is ``eid``'s template with new values or reworded around its slots;
         (None, why) when it matched but a value is invalid; (None, None) when it does not match."""
-        entry = self.entries[eid]
-        slots = match_template(entry.template, query, self._choices[eid])
-        path = "template"
-        if slots is None and self.extractor.use_alignment:
-            slots, path = aligned_values(entry.template, entry.params, query), "aligned"
-        if slots is None:
-            return None, None
         try:
-            return (eid, 1.0, validate_spans(entry, slots), path), None
+            fast = self.extractor.fast_path(self.entries[eid], query)
         except ExtractionError as exc:
             return None, exc
+        return ((eid, 1.0, fast.values, fast.path), None) if fast is not None else (None, None)
 
     @property
     def bundle_id(self) -> str:
@@ -132,6 +121,10 @@ class Answerer:
         def miss(reason: str, detail: str, **extra: Any) -> Answer:
             timings["total_ms"] = (time.perf_counter() - started) * 1000
             return Answer(False, reason, detail, timings=timings, **extra)
+
+        def failed_fast(failure: tuple[str, float, ExtractionError]) -> Answer:
+            failed_id, score, exc = failure
+            return miss(exc.reason, exc.detail, entry_id=failed_id, similarity=score)
 
         if not self.entries:
             return miss("no_entry", "the active bundle has no entries")
@@ -177,8 +170,7 @@ class Answerer:
                         if score >= self.skeleton_model_score and eid not in routed_ids and not entry_id]
             if not passing:
                 if fast_failure is not None:
-                    failed_id, score, exc = fast_failure
-                    return miss(exc.reason, exc.detail, entry_id=failed_id, similarity=score)
+                    return failed_fast(fast_failure)
                 if not candidates:
                     reason = "this bundle has no routing index" if self.router is None else "no entry is similar to the question"
                     return miss("below_threshold", reason)
@@ -204,8 +196,7 @@ class Answerer:
             if chosen is None:
                 assert first_failure is not None
                 if fast_failure is not None:  # the template matched but a value is invalid: the more useful reason
-                    failed_id, score, exc = fast_failure
-                    return miss(exc.reason, exc.detail, entry_id=failed_id, similarity=score)
+                    return failed_fast(fast_failure)
                 return miss(
                     first_failure.reason,
                     first_failure.detail,

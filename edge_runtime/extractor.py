@@ -140,29 +140,31 @@ class Extractor:
             if "<|im_start|>" not in template:
                 raise TargetModelError("the extractor's prompt needs a ChatML chat template (<|im_start|>)")
 
+    def fast_path(self, entry: EntryPoint, question: str) -> Extraction | None:
+        """The model-free read: the template with new slot values, else (with ``use_alignment``) the
+        template reworded around its slots. None when neither matches; ExtractionError when one matched
+        but a value is invalid (the aligned path is not tried after a template match)."""
+        started = time.perf_counter()
+        choices = {p.name: tuple(str(c) for c in p.choices) for p in entry.params if p.choices}
+        slots, path = match_template(entry.template, question, choices), "template"
+        if slots is None and self.use_alignment:
+            slots, path = aligned_values(entry.template, entry.params, question), "aligned"
+        if slots is None:
+            return None
+        return Extraction(validate_spans(entry, slots), slots, path, seconds=time.perf_counter() - started)
+
     def extract(self, entry: EntryPoint, question: str, *, fast_paths: bool = True) -> Extraction:
-        """IS2 for one entry; ``fast_paths=False`` when the caller has tried the template and aligned paths."""
+        """IS2 for one entry; ``fast_paths=False`` when the caller has tried ``fast_path`` already."""
         started = time.perf_counter()
         template_failure: ExtractionError | None = None
         if self.use_fast_path and fast_paths:
-            choices = {p.name: tuple(str(c) for c in p.choices) for p in entry.params if p.choices}
-            slots = match_template(entry.template, question, choices)
-            if slots is not None:
-                try:
-                    values = validate_spans(entry, slots)
-                except ExtractionError as exc:
-                    template_failure = exc  # the text matched but a slot is not a valid value: let the model read it
-                else:
-                    return Extraction(values, slots, "template", seconds=time.perf_counter() - started)
-        if self.use_fast_path and fast_paths and self.use_alignment and template_failure is None:
-            aligned = aligned_values(entry.template, entry.params, question)
-            if aligned is not None:
-                try:
-                    values = validate_spans(entry, aligned)
-                except ExtractionError as exc:
-                    template_failure = exc
-                else:
-                    return Extraction(values, aligned, "aligned", seconds=time.perf_counter() - started)
+            try:
+                fast = self.fast_path(entry, question)
+            except ExtractionError as exc:
+                template_failure = exc  # the text matched but a slot is not a valid value: let the model read it
+            else:
+                if fast is not None:
+                    return fast
         if self.engine is None:
             if template_failure is not None:
                 raise template_failure

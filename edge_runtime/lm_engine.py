@@ -117,11 +117,8 @@ class LMEngine:
         try:
             import onnxruntime as ort
 
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = self.threads
-            options.inter_op_num_threads = 1
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            self._session = ort.InferenceSession(str(self.root / "model.onnx"), options, providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(str(self.root / "model.onnx"), self._options(),
+                                                 providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types for a damaged file
             self._session_error = exc
         finally:
@@ -204,17 +201,17 @@ class LMEngine:
             if in_graph_logits:
                 logits = outputs[0][0, -1]
             elif want_logits:
-                logits = self._head().run(None, {"hidden": hidden[-1:]})[0][0]
+                logits = self._head_logits(hidden[-1:])[0]
         presents = outputs[offset + 1 :]
         new_state = KVState(tuple(presents[0::2]), tuple(presents[1::2]), total)
         return ForwardResult(hidden, logits, new_state)
 
     def full_logits(self, hidden: np.ndarray) -> np.ndarray:
         """Logits over the whole vocabulary for each row of ``hidden`` ([rows, hidden] -> [rows, vocab])."""
-        rows = np.ascontiguousarray(np.asarray(hidden, dtype=np.float32).reshape(-1, hidden.shape[-1]))
+        rows = np.asarray(hidden, dtype=np.float32).reshape(-1, hidden.shape[-1])
         if self.compact:
             with self._run_lock:
-                return self._head().run(None, {"hidden": rows})[0]
+                return self._head_logits(rows)
         return rows @ np.asarray(self.head, dtype=np.float32).T
 
     def _head(self) -> Any:
@@ -222,12 +219,22 @@ class LMEngine:
         if self._head_session is None:
             import onnxruntime as ort
 
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = self.threads
-            options.inter_op_num_threads = 1
-            self._head_session = ort.InferenceSession(str(self.root / "head.onnx"), options,
+            self._head_session = ort.InferenceSession(str(self.root / "head.onnx"), self._options(),
                                                       providers=["CPUExecutionProvider"])
         return self._head_session
+
+    def _options(self) -> Any:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        return options
+
+    def _head_logits(self, rows: np.ndarray) -> np.ndarray:
+        """``head.onnx`` on [rows, hidden]; the caller holds the run lock."""
+        return self._head().run(None, {"hidden": np.ascontiguousarray(rows, dtype=np.float32)})[0]
 
     def scores(self, hidden: np.ndarray, token_ids: Sequence[int]) -> np.ndarray:
         """Logits of ``token_ids`` only: a [k, hidden] x [hidden] product instead of the whole vocabulary."""

@@ -200,9 +200,6 @@ def _read_stretch(slots: list[str], by_name: dict[str, Param], text: str, q_word
         rest = re.sub(rf"\b{re.escape(named[0])}\b", " ", rest, count=1, flags=re.IGNORECASE)
     if any(_is_quantity(token) for token, _, _ in _tokens(rest)):
         return None  # a quantity beside the values: "140 or 150", "7 24-inch" read into one slot
-    for name in numeric_slots:
-        if not _is_one_value(out[name]):
-            return None
     return out
 
 
@@ -212,8 +209,3 @@ def _kind(param: Param) -> str:
     if param.type in (int, float, Fraction):
         return "number"
     return "text"
-
-
-def _is_one_value(span: str) -> bool:
-    spans = number_spans(span)
-    return len(spans) == 1 and len(spans[0]) >= len(span.strip("$€£%. ")) - 1

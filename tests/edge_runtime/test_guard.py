@@ -9,7 +9,7 @@ import pytest
 
 from edge_runtime.answerer import Answerer
 from edge_runtime.context import NarrationStep
-from edge_runtime.extractor import Extraction
+from edge_runtime.extractor import Extraction, Extractor
 from edge_runtime.guard import GuardConfig, ReasoningGuard, asked_noun, check, make_guard, scan, target_clause
 from edge_runtime.metadata import EntryPoint, Param
 from edge_runtime.registry import Execution
@@ -162,8 +162,11 @@ class _Router:
         return [_Route("ducks", 0.9)]
 
 
-class _Extractor:
-    use_alignment = False
+class _Extractor(Extractor):
+    """The template fast path for real; the model's reading stubbed."""
+
+    def __init__(self) -> None:
+        super().__init__(None, use_alignment=False)
 
     def extract(self, entry, question, *, fast_paths=True):
         return Extraction(dict(DUCK_VALUES), {}, "lm-draft")
