@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -84,7 +84,11 @@ CALIBRATION_TEXTS = tuple(
 )
 
 
-def activation_maxima(model_path: Path, embed: "EmbedFn", token_batches: Iterable[Sequence[int]],
+#: Token ids -> their embedding rows, [tokens, hidden].
+EmbedFn = Callable[[list[int]], np.ndarray]
+
+
+def activation_maxima(model_path: Path, embed: EmbedFn, token_batches: Iterable[Sequence[int]],
                       num_layers: int, num_kv_heads: int, head_dim: int) -> dict[tuple[int, str], np.ndarray]:
     """max |x_k| of every linear group's input over the calibration tokens, from a calibration graph."""
     import onnxruntime as ort
@@ -107,9 +111,6 @@ def activation_maxima(model_path: Path, embed: "EmbedFn", token_batches: Iterabl
             peak = np.abs(value.reshape(-1, value.shape[-1])).max(axis=0)
             maxima[key] = peak if key not in maxima else np.maximum(maxima[key], peak)
     return maxima
-
-
-EmbedFn = "Callable[[list[int]], np.ndarray]"
 
 
 def _weight_maxima(weight: Linear) -> np.ndarray:
