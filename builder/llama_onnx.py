@@ -29,7 +29,7 @@ import numpy as np
 from builder.llama_weights import LlamaConfig, LlamaWeights
 from builder.quant_blocks import BlockQuantized, Linear, dense, quantize_rtn, stack
 
-OPSET = 17
+OPSET = 21  # blocked QuantizeLinear (a scale per token)
 MS = "com.microsoft"
 
 
@@ -67,18 +67,24 @@ class _Graph:
         return self.const(name, np.array(value, dtype=dtype))
 
     def _per_token_int8(self, x: str, b: str, b_scale: str, name: str) -> str:
-        """int8 matmul with one activation scale per token (symmetric, zero point 128): a token with
-        outlying values costs only itself its precision. MatMulInteger takes a single zero point."""
-        peak = self.node("ReduceMax", [self.node("Abs", [x])[0]], keepdims=1, axes=[-1])[0]
+        """int8 matmul with one activation scale per token (symmetric, codes shifted by 128 to uint8): a
+        token with outlying values costs only itself its precision. One blocked QuantizeLinear (a block is
+        a whole row) and one DequantizeLinear do what took eight elementwise operators before."""
+        axes = self.const(f"{name}.axes", np.array([-1], dtype=np.int64))
+        peak = self.node("ReduceMax", [self.node("Abs", [x])[0], axes], keepdims=1)[0]
         a_scale = self.node("Max", [self.node("Div", [peak, self.scalar(f"{name}.127", 127.0)])[0],
                                     self.scalar(f"{name}.tiny", 1e-8)])[0]
-        steps = self.node("Round", [self.node("Div", [x, a_scale])[0]])[0]
-        shifted = self.node("Add", [steps, self.scalar(f"{name}.128", 128.0)])[0]
-        clipped = self.node("Clip", [shifted, self.scalar(f"{name}.0", 0.0), self.scalar(f"{name}.255", 255.0)])[0]
-        codes = self.node("Cast", [clipped], to=2)[0]  # uint8
+        # QuantizeLinear wants a zero point shaped like its scale: 128 for every token.
+        zero = self.node("Cast", [self.node("Add", [self.node("Mul", [a_scale, self.scalar(f"{name}.0", 0.0)])[0],
+                                                    self.scalar(f"{name}.128", 128.0)])[0]], to=2)[0]
+        k = self.initializer_shape(b)[0]
+        codes = self.node("QuantizeLinear", [x, a_scale, zero], axis=-1, block_size=k)[0]
         acc = self.node("MatMulInteger", [codes, b, self.scalar(f"{name}.zp", 128, np.uint8)])[0]
-        y = self.node("Mul", [self.node("Cast", [acc], to=1)[0], a_scale])[0]
-        return self.node("Mul", [y, b_scale])[0]
+        y = self.node("DequantizeLinear", [acc, b_scale], axis=-1)[0]
+        return self.node("Mul", [y, a_scale])[0]
+
+    def initializer_shape(self, name: str) -> tuple[int, ...]:
+        return next(tuple(t.dims) for t in self.initializers if t.name == name)
 
     def linear(self, x: str, weight: Linear, name: str, kind: str, input_scale: np.ndarray | None = None) -> str:
         """``x @ weight.T`` computed as ``kind`` (see ``LINEAR_KINDS``). ``input_scale`` multiplies the
@@ -159,8 +165,6 @@ def build_llama_graphs(weights: LlamaWeights, out_dir: Path, *, precision: Preci
     g = _Graph()
     cos, sin = _rotary_caches(cfg, max_positions)
     cos_name, sin_name = g.const("rotary.cos", cos), g.const("rotary.sin", sin)
-    q_size, kv_size = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
-    qkv_split = g.const("split.qkv", np.array([q_size, kv_size, kv_size], dtype=np.int64))
     mlp_split = g.const("split.mlp", np.array([cfg.intermediate_size, cfg.intermediate_size], dtype=np.int64))
 
     inputs = [helper.make_tensor_value_info("inputs_embeds", TensorProto.FLOAT, ["batch", "seq", cfg.hidden_size])]
@@ -194,10 +198,9 @@ def build_llama_graphs(weights: LlamaWeights, out_dir: Path, *, precision: Preci
             return g.linear(x, weight, f"{p}.{group}", precision.kind(group, i), layer.smoothing.get(group))
 
         qkv = linear(normed, stack([layer.q, layer.k, layer.v]), "qkv")
-        q, k, v = g.node("Split", [qkv, qkv_split], 3, axis=-1)
-        attn = g.node(
+        attn = g.node(  # packed Q/K/V in one input: no Split
             "GroupQueryAttention",
-            [q, k, v, f"past_key_values.{i}.key", f"past_key_values.{i}.value", "seqlens_k",
+            [qkv, "", "", f"past_key_values.{i}.key", f"past_key_values.{i}.value", "seqlens_k",
              "total_sequence_length", cos_name, sin_name],
             [f"{p}.attn", f"present.{i}.key", f"present.{i}.value"],
             domain=MS, num_heads=cfg.num_heads, kv_num_heads=cfg.num_kv_heads, do_rotary=1, rotary_interleaved=0,

@@ -32,7 +32,7 @@ from typing import Callable
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-ARTEFACT_VERSION = 3
+ARTEFACT_VERSION = 4
 SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "smollm3")
 #: Architectures the compact writer covers; the others need an ``optimum-*`` recipe.
 COMPACT_ARCHITECTURES = ("llama",)

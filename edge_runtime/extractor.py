@@ -201,7 +201,8 @@ class Extractor:
             raise ExtractionError("extraction_failed", "the aligner found no draft for the model to verify")
         if draft is not None:
             draft_ids = machine.draft_tokens([draft[p.name] for p in entry.params])
-            result = engine.forward(suffix_ids + draft_ids, state)
+            # Only a decoding continuation needs the new KV state; agree-or-miss reads hidden states alone.
+            result = engine.forward(suffix_ids + draft_ids, state, keep_state=self.on_disagreement == "decode")
             passes += 1
             hidden_rows = result.hidden[len(suffix_ids) - 1 :]  # row j predicts draft token j
             accepted, diverged = self._verify(machine, draft_ids, hidden_rows)

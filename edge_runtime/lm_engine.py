@@ -167,8 +167,14 @@ class LMEngine:
         empty = np.zeros((1, self.kv_heads, 0, self.head_dim), dtype=np.float32)
         return KVState(tuple(empty for _ in range(self.num_layers)), tuple(empty for _ in range(self.num_layers)), 0)
 
-    def forward(self, ids: Sequence[int], state: KVState | None = None, *, want_logits: bool = False) -> ForwardResult:
-        """Run ``ids`` after ``state``; returns hidden states of the new positions and the new state."""
+    def forward(
+        self, ids: Sequence[int], state: KVState | None = None, *, want_logits: bool = False, keep_state: bool = True
+    ) -> ForwardResult:
+        """Run ``ids`` after ``state``; returns hidden states of the new positions and the new state.
+
+        With ``keep_state=False`` the new keys and values are not fetched (``state`` of the result is the
+        one passed in): a verifying pass that only reads hidden states then holds no ~20 MB KV copy while
+        its caller checks the draft, which under concurrency added up to hundreds of MB."""
         if not ids:
             raise TargetModelError("forward() needs at least one token")
         state = state or self.empty_state()
@@ -192,7 +198,7 @@ class LMEngine:
             feeds[f"past_key_values.{i}.key"] = state.keys[i]
             feeds[f"past_key_values.{i}.value"] = state.values[i]
         in_graph_logits = want_logits and not self.compact
-        names = (["logits"] if in_graph_logits else []) + ["hidden"] + self._present
+        names = (["logits"] if in_graph_logits else []) + ["hidden"] + (self._present if keep_state else [])
         with self._run_lock:  # one forward at a time: concurrent runs would only oversubscribe the cores
             outputs = self.session.run(names, feeds)
             offset = 1 if in_graph_logits else 0
@@ -202,6 +208,8 @@ class LMEngine:
                 logits = outputs[0][0, -1]
             elif want_logits:
                 logits = self._head_logits(hidden[-1:])[0]
+        if not keep_state:
+            return ForwardResult(hidden, logits, state)
         presents = outputs[offset + 1 :]
         new_state = KVState(tuple(presents[0::2]), tuple(presents[1::2]), total)
         return ForwardResult(hidden, logits, new_state)

@@ -99,6 +99,17 @@ def test_prefix_state_continuation_equals_one_pass(engine):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
 
 
+def test_a_pass_that_drops_its_state_reads_the_same_hidden_states(engine):
+    """A verifying pass needs hidden states only; it must not hold (or build) a new KV state."""
+    prefix = engine.encode("<|im_start|>system\nYou copy parameter values out of a question.<|im_end|>\n")
+    suffix = engine.encode(chatml("Ship 7 boxes by air."))
+    state = engine.prefix_state(prefix)
+    kept = engine.forward(suffix, state)
+    dropped = engine.forward(suffix, state, keep_state=False)
+    np.testing.assert_array_equal(dropped.hidden, kept.hidden)
+    assert dropped.state is state and kept.state.length == state.length + len(suffix)
+
+
 def test_prefix_cache_hit_returns_the_identical_state(tiny_fp32):
     engine = LMEngine(tiny_fp32)
     prefix = engine.encode("What is the pressure, in kPa, of")
