@@ -82,10 +82,14 @@ class Answerer:
         guard: Guard | None = None,
         skeleton_min_score: float = 0.25,
         skeleton_model_score: float = 0.5,
+        model_attempts: int = 1,
     ) -> None:
         """``skeleton_min_score``: the least skeleton score at which an entry is tried on the fast paths
         (template, aligned: both strict, so this is permissive); ``skeleton_model_score``: the least at
-        which an entry the embedding router missed is also tried on the model path."""
+        which an entry the embedding router missed is also tried on the model path; ``model_attempts``: how
+        many candidates the model path verifies, best first (each costs a forward pass; measured on GSM-Plus
+        and the example paraphrases, a second or third candidate served nothing the first did not and added
+        6-30% passes: docs/target-model.md)."""
         self.name = name
         self.version = version
         self.digest = digest
@@ -100,6 +104,7 @@ class Answerer:
         self.skeleton = SkeletonIndex((eid, e.template) for eid, e in entries.items())
         self.skeleton_min_score = skeleton_min_score
         self.skeleton_model_score = skeleton_model_score
+        self.model_attempts = model_attempts
 
     def _fast_path(self, eid: str, query: str) -> tuple[tuple[str, float, dict[str, Any], str] | None, ExtractionError | None]:
         """(chosen, None) when ``query`` is ``eid``'s template with new values or reworded around its slots;
@@ -184,7 +189,7 @@ class Answerer:
             t = time.perf_counter()
             first_failure: ExtractionError | None = None
             first_candidate = passing[0]
-            for eid, sim in passing:
+            for eid, sim in passing[: self.model_attempts]:
                 try:
                     extraction = self.extractor.extract(self.entries[eid], query, fast_paths=False)
                 except ExtractionError as exc:

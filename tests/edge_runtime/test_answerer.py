@@ -1,0 +1,77 @@
+"""The Answerer's model path: how many routed candidates it verifies (each costs a forward pass)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from edge_runtime.answerer import Answerer
+from edge_runtime.context import NarrationStep
+from edge_runtime.errors import ExtractionError
+from edge_runtime.extractor import Extraction, Extractor
+from edge_runtime.metadata import EntryPoint, Param
+from edge_runtime.registry import Execution
+
+
+def _entry(entry_id: str, thing: str) -> EntryPoint:
+    return EntryPoint(
+        id=entry_id, description=f"counting {thing}", root=f"count the {thing}", answer_key="answer",
+        template=f"Sam has {{a}} {thing} and buys {{b}} more {thing}. How many {thing} does Sam have?",
+        params=(Param("a", f"{thing} at first", int, 3, minimum=0), Param("b", f"{thing} bought", int, 4, minimum=0)),
+    )
+
+
+ENTRIES = {"apples": _entry("apples", "apples"), "pears": _entry("pears", "pears")}
+
+
+@dataclass
+class _Route:
+    entry_id: str
+    similarity: float
+
+
+class _Router:
+    def route(self, query: str, k: int = 3):
+        return [_Route("apples", 0.9), _Route("pears", 0.8)][:k]
+
+
+class _ModelReads(Extractor):
+    """No template matches; the model path reads 'pears' only, and counts what it was asked to read."""
+
+    def __init__(self) -> None:
+        super().__init__(None, use_alignment=False)
+        self.tried: list[str] = []
+
+    def extract(self, entry, question, *, fast_paths=True):
+        self.tried.append(entry.id)
+        if entry.id != "pears":
+            raise ExtractionError("extraction_failed", "the model and the aligner disagree")
+        return Extraction({"a": 5, "b": 6}, {}, "lm-draft")
+
+
+def _answerer(attempts: int) -> tuple[Answerer, _ModelReads]:
+    extractor = _ModelReads()
+
+    def executor(digest, entry_id, source, values, timeout):
+        return Execution({"answer": values["a"] + values["b"]}, [NarrationStep("f", "added")])
+
+    answerer = Answerer(name="t", version="1", digest="d", entries=ENTRIES, modules={k: "" for k in ENTRIES},
+                        router=_Router(), threshold=0.5, extractor=extractor, executor=executor,
+                        model_attempts=attempts)
+    return answerer, extractor
+
+
+def test_the_model_path_verifies_only_the_best_candidate_by_default():
+    answerer, extractor = _answerer(Answerer.__init__.__kwdefaults__["model_attempts"])
+    answer = answerer.answer("Sam owns five fruits, then gets six more. How many fruits now?")
+    assert not answer.hit and answer.miss_reason == "extraction_failed" and answer.entry_id == "apples"
+    assert extractor.tried == ["apples"]  # one forward pass, not one per candidate
+
+
+@pytest.mark.parametrize("attempts", [2, 3])
+def test_more_attempts_verify_the_next_candidates_in_order(attempts):
+    answerer, extractor = _answerer(attempts)
+    answer = answerer.answer("Sam owns five fruits, then gets six more. How many fruits now?")
+    assert answer.hit and answer.entry_id == "pears" and answer.answer == 11
+    assert extractor.tried == ["apples", "pears"]
