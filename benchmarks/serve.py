@@ -134,6 +134,28 @@ def throughput(address: str, mixed: list[str], concurrency: int, seconds: float)
     return done[0] / (time.perf_counter() - start), done[0], failed[0]
 
 
+REFERENCE_PASS = """
+import statistics, sys, time
+from edge_runtime.lm_engine import LMEngine
+engine = LMEngine(sys.argv[1], threads=2)
+state = engine.prefix_state(list(range(1000, 1300)))
+times = []
+for _ in range(12):
+    start = time.perf_counter()
+    engine.forward(list(range(2000, 2080)), state, keep_state=False)
+    times.append((time.perf_counter() - start) * 1000)
+print(statistics.median(times[2:]))
+"""
+
+
+def reference_pass_ms(model: Path) -> float:
+    """One 80-token pass on a 300-token prefix, in a process of its own: how fast this machine is right now.
+    The machine is shared, so latency figures are read against this (docs/benchmarks.md)."""
+    out = subprocess.run([sys.executable, "-c", REFERENCE_PASS, str(model)], capture_output=True, text=True,
+                         check=True, cwd=REPO, env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"})
+    return round(float(out.stdout.strip()), 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=60, help="questions per path for the latency figures")
@@ -154,7 +176,7 @@ def main() -> None:
     recipe = json.loads((Path(model) / "manifest.json").read_text())["recipe"]
     bundle = make_bundle(REPO / "bundles" / "examples", REPO / "build" / "bundles", name="examples", version="1", key=key, target_model=model)
     fast_q, para_q = questions(bundle, public, args.requests)
-    figures: dict = {}
+    figures: dict = {"reference_pass_ms": reference_pass_ms(Path(model))}
     with tempfile.TemporaryDirectory(prefix="arc-serve-bench-") as tmp:
         data_dir = Path(tmp)
         port = free_port()
@@ -209,7 +231,7 @@ def main() -> None:
     table.add_column("figure")
     table.add_column("value", justify="right")
     for key_name in ("fast_hit_p50_ms", "fast_hit_p99_ms", "aligned_hit_p50_ms", "lm_hit_p50_ms", "lm_hit_p99_ms",
-                     "cold_start_s", "rss_mb", "failed_requests"):
+                     "cold_start_s", "rss_mb", "failed_requests", "reference_pass_ms"):
         table.add_row(key_name, str(figures[key_name]))
     for concurrency, rps in figures["throughput_rps"].items():
         table.add_row(f"throughput @ {concurrency} (mixed)", f"{rps} req/s")

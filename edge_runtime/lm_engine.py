@@ -27,6 +27,7 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 import numpy as np  # noqa: E402
 
 from edge_runtime.errors import TargetModelError  # noqa: E402
+from edge_runtime.malloc_tuning import release_free_memory  # noqa: E402
 
 
 #: Bytes of float32 head rows kept for the token sets constraints ask about (a 100-token copy set is 230 KB).
@@ -112,6 +113,7 @@ class LMEngine:
         self._rows_bytes = 0
         self._token_text: dict[int, str] = {}
         self._charset_tokens: dict[str, list[int]] = {}
+        release_free_memory()  # the tokenizer's parse of tokenizer.json (~16 MB)
 
     def _load_session(self) -> None:
         try:
@@ -119,6 +121,7 @@ class LMEngine:
 
             self._session = ort.InferenceSession(str(self.root / "model.onnx"), self._options(),
                                                  providers=["CPUExecutionProvider"])
+            release_free_memory()  # the graph parse's freed heap (~50 MB for SmolLM2)
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types for a damaged file
             self._session_error = exc
         finally:
@@ -229,6 +232,7 @@ class LMEngine:
 
             self._head_session = ort.InferenceSession(str(self.root / "head.onnx"), self._options(),
                                                       providers=["CPUExecutionProvider"])
+            release_free_memory()
         return self._head_session
 
     def _options(self) -> Any:
