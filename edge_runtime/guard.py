@@ -19,7 +19,9 @@ template's literal text and its parameters — and refuses with a reason:
    tie" in a question about ties) is an added operation;
 4. **same target** — the question's final question asks for the same thing as the template's
    ("how many *years*" is not "how many *inches*"): compared by the asked noun and by
-   content-word overlap of the two question clauses.
+   content-word overlap of the two question clauses; on the model path also refused when it
+   asks with a word the template uses only for a given ("how fast was the car" of an entry
+   that takes the car's speed): a reversal.
 
 A removed value cannot be extracted, so it is a MISS before the guard runs. The template fast path
 (the question is the template with new slot values) passes without checks: its literal text is
@@ -230,6 +232,16 @@ class GuardConfig:
     #: routing embedder) puts it at least this close to the template's (None: off; on the dev sets reversed
     #: targets scored 0.55-0.72 and rephrased ones 0.66-0.97, too close to separate).
     target_similarity: float | None = None
+    #: On the model path (the values were read from a reworded question, not aligned to the template), refuse
+    #: every number the question states that no parameter or constant accounts for, distraction or not (off:
+    #: on gsm_plus_dev it refused 9 right answers to distraction insertions for 2 changed questions).
+    model_path_all_numbers: bool = False
+    #: On the model path, refuse a final question that asks with at least this many content words that the
+    #: template uses elsewhere but not in its own final question (a reversal asks for a given: "how fast was the
+    #: car" of an entry that takes the car's speed and asks how much farther the bus went). None: off. Measured
+    #: on gsm_plus_dev + gsm_symbolic_dev (docs/benchmarks.md): changed questions served 8 -> 2 of 300, right
+    #: answers served on the model path 22 -> 12 of 1100; the aligned and template paths are not affected.
+    model_path_reversal_words: int | None = 1
     check_values: bool = True
     #: Refuse a value whose neighbouring words share nothing with its slot's or description's (off: on the
     #: dev sets it refused 1 right answer and no changed question the other checks let through).
@@ -262,7 +274,8 @@ class ReasoningGuard:
         # ("How many kiwis does Joe have?" for "How many bananas does John have?"), which this
         # content-word overlap cannot tell from another target.
         aligned = path == "aligned"
-        return self.verdict(entry, question, values, check_target=not aligned, check_context=not aligned).refusal
+        return self.verdict(entry, question, values, check_target=not aligned, check_context=not aligned,
+                            model_path=not aligned).refusal
 
     # The entry's side, computed once per entry.
     def _template(self, entry: EntryPoint) -> "_TemplateFacts":
@@ -291,7 +304,7 @@ class ReasoningGuard:
         return cached
 
     def verdict(self, entry: EntryPoint, question: str, values: dict[str, Any], *, check_target: bool = True,
-                check_context: bool = True) -> Verdict:
+                check_context: bool = True, model_path: bool = False) -> Verdict:
         cfg = self.config
         facts = self._template(entry)
         literal, template_words, template_target = facts.literal, facts.words, facts.target
@@ -364,7 +377,7 @@ class ReasoningGuard:
             sentence_words = set(_WORD.findall(sentence.lower()))
             adding = bool((sentence_words & _ADDING) - set(_WORD.findall(literal.lower())))  # "she also gives 4"
             priced = mention.percent and _has_money(literal) and bool(sentence_words & _PRICE_CHANGES)  # "20% off"
-            relevant = unit_shared or adding or priced or (
+            relevant = unit_shared or adding or priced or (model_path and cfg.model_path_all_numbers) or (
                 cfg.sentence_overlap is not None and overlap >= cfg.sentence_overlap)
             added.append({"text": mention.text, "overlap": round(overlap, 3), "unit": sorted(unit),
                           "unit_shared": unit_shared, "relevant": relevant})
@@ -395,6 +408,11 @@ class ReasoningGuard:
             if share < cfg.target_overlap and not self._similar_targets(template_target, asked):
                 return Verdict(f"the question's final question ({asked!r}) differs from the entry's ({template_target!r})",
                                checks)
+            given = sorted((q_words - t_words) & template_words)
+            checks["target"]["given_words"] = given
+            if model_path and cfg.model_path_reversal_words is not None and len(given) >= cfg.model_path_reversal_words:
+                return Verdict(f"the question asks about {', '.join(repr(w) for w in given)}, which the entry's "
+                               "reasoning takes as given, not what it answers", checks)
         return Verdict(None, checks)
 
     def _similar_targets(self, template_target: str, asked: str) -> bool:

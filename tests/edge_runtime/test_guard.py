@@ -262,3 +262,32 @@ def test_a_question_that_states_its_givens_apart_asks_the_same_thing():
     values = {"moles": 1.5, "kelvin": 280.0}
     assert check(gas, "A flask holds 1.5 mol of ideal gas at 280 kelvin. What is the pressure in kPa?", values) is None
     assert check(gas, "A flask holds 1.5 mol of ideal gas at 280 kelvin. What is its volume in litres?", values) is not None
+
+
+BUS = EntryPoint(
+    id="bus", description="how much farther a bus goes than a car", root="r", answer_key="answer",
+    template=("A bus travels {bus_speed} miles per hour for {bus_hours} hours. A car travels {car_speed} miles per hour "
+              "for {car_hours} hours. How much farther did the bus go than the car, in miles?"),
+    params=(Param("bus_speed", "bus speed in mph", int, 60, minimum=0), Param("bus_hours", "bus hours", int, 5, minimum=0),
+            Param("car_speed", "car speed in mph", int, 30, minimum=0), Param("car_hours", "car hours", int, 8, minimum=0)),
+)
+BUS_VALUES = {"bus_speed": 60, "bus_hours": 5, "car_speed": 60, "car_hours": 8}
+
+
+def test_a_reversal_that_asks_for_a_given_is_refused_on_the_model_path():
+    """GSM-Plus 'reversing operation': the car's speed becomes the unknown; the model read '60 miles farther' as it."""
+    question = ("A bus travels 60 miles per hour for 5 hours. A car travels a certain distance in 8 hours. If the bus "
+                "travels 60 miles farther than the car, how fast was the car traveling, in miles per hour?")
+    refusal = check(BUS, question, BUS_VALUES, "lm-draft")
+    assert refusal is not None and "takes as given" in refusal and "'hour'" in refusal
+    assert ReasoningGuard(GuardConfig(model_path_reversal_words=None))(BUS, question, BUS_VALUES, "lm-draft") is None
+
+
+def test_a_reworded_final_question_that_asks_the_same_thing_is_served_on_the_model_path():
+    question = ("A bus goes 60 miles per hour for 5 hours and a car goes 60 miles per hour for 8 hours. "
+                "How much farther did the bus go than the car, in miles?")
+    assert check(BUS, question, BUS_VALUES, "lm-draft") is None
+    assert check(DUCKS, ("Every day Janet's ducks lay 20 eggs. She eats 2 of them for breakfast and bakes muffins for "
+                         "her friends with 5. She sells the remaining eggs at the farmers' market for $3 per fresh duck "
+                         "egg. How much in dollars does she make every day at the farmers' market?"),
+                 DUCK_VALUES, "lm-draft") is None
