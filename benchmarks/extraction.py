@@ -4,7 +4,10 @@ Question sets (all generated here from the example entries, values drawn from ea
 parameter's domain with a fixed seed):
 - ``examples_reparam``: the entry's own template with new values (the agent case: fast path);
 - ``examples_paraphrased``: the same values in wordings the entry has never seen (LM path).
-Latency: the LM path (cached prompt prefix, draft verified in one pass, constrained decode),
+Latency: the LM path as a device serves it (``lm_path_p50_ms``: cached prompt prefix, the aligner's
+draft verified in one pass, served when the model agrees; p50 over the questions it served), every
+question that reached the model (``agree_or_miss_p50_ms``), the decode policy (constrained decoding
+from the first disagreement, ``decode_policy_p50_ms``),
 the template fast path, and the naive baseline (whole prompt, no prefix reuse, unconstrained
 greedy decode) on the same questions, in the same run; ``one_pass_p50_ms`` is the floor of
 the LM path on this machine: a single forward pass over question and draft on a reused prefix.
@@ -143,6 +146,15 @@ def p50(values: list[float]) -> float:
     return round(statistics.median(values), 2) if values else float("nan")
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory. Not ru_maxrss: Linux keeps that across exec, so a spawned
+    process would report its parent's peak (the export of a model: several GB)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def measure_recipe(artefact: Path, sets: dict, threads: int, naive: int) -> dict[str, Any]:
     """Load one artefact and measure both model policies and the naive baseline on the same questions."""
     start = time.perf_counter()
@@ -162,11 +174,14 @@ def measure_recipe(artefact: Path, sets: dict, threads: int, naive: int) -> dict
         figures["accuracy"][name] = round(acc, 4)
         figures["outcomes"][name] = outcomes
         if policy == "decode":
-            figures["lm_path_p50_ms"] = p50(lm_ms)
-            figures["lm_path_p90_ms"] = round(sorted(lm_ms)[int(0.9 * (len(lm_ms) - 1))], 2)
+            figures["decode_policy_p50_ms"] = p50(lm_ms)
+            figures["decode_policy_p90_ms"] = round(sorted(lm_ms)[int(0.9 * (len(lm_ms) - 1))], 2)
         else:
+            # The device's model path: the aligner's draft verified in one pass, served only when the model agrees.
+            hits = [ms for ms, key in zip(lm_ms, keys) if not key.startswith("miss")]
+            figures["lm_path_p50_ms"] = p50(hits)
+            figures["lm_path_p90_ms"] = round(sorted(hits)[int(0.9 * (len(hits) - 1))], 2) if hits else None
             figures["agree_or_miss_p50_ms"] = p50(lm_ms)
-            figures["agree_or_miss_hit_p50_ms"] = p50([ms for ms, key in zip(lm_ms, keys) if not key.startswith("miss")])
     served = {k: v for k, v in figures["outcomes"]["examples_paraphrased_agree_or_miss"].items() if not k.startswith("miss")}
     right = sum(v for k, v in served.items() if k.endswith(":right"))
     figures["agree_or_miss_served"] = sum(served.values())
@@ -193,7 +208,7 @@ def measure_recipe(artefact: Path, sets: dict, threads: int, naive: int) -> dict
     figures["naive_p50_ms"] = p50(naive_ms)
     figures["prefix_cache_mb"] = round(engine.prefix_cache_used / 2**20, 2)
     figures["recipe"] = engine.manifest.get("recipe")
-    figures["rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # this recipe's process
+    figures["rss_mb"] = peak_rss_mb()  # this recipe's process
     return figures
 
 
@@ -235,7 +250,7 @@ def main() -> None:
     headline = per_recipe[next(iter(per_recipe))]  # the default recipe (or the one artefact)
     figures: dict[str, Any] = {
         key: headline[key]
-        for key in ("lm_path_p50_ms", "lm_path_p90_ms", "agree_or_miss_p50_ms", "agree_or_miss_hit_p50_ms", "one_pass_p50_ms", "naive_p50_ms",
+        for key in ("lm_path_p50_ms", "lm_path_p90_ms", "agree_or_miss_p50_ms", "decode_policy_p50_ms", "one_pass_p50_ms", "naive_p50_ms",
                     "model_load_s", "prefix_cache_mb", "agree_or_miss_served", "agree_or_miss_served_precision", "recipe")
     }
     figures["accuracy"] = {"examples_reparam": round(acc_fast, 4), **headline["accuracy"]}
@@ -262,7 +277,7 @@ def main() -> None:
     table.add_column("figure")
     for name in per_recipe:
         table.add_column(name, justify="right")
-    rows = ("lm_path_p50_ms", "lm_path_p90_ms", "agree_or_miss_p50_ms", "agree_or_miss_hit_p50_ms", "one_pass_p50_ms", "naive_p50_ms",
+    rows = ("lm_path_p50_ms", "lm_path_p90_ms", "agree_or_miss_p50_ms", "decode_policy_p50_ms", "one_pass_p50_ms", "naive_p50_ms",
             "model_load_s", "prefix_cache_mb", "agree_or_miss_served")
     for key in rows:
         table.add_row(key, *(str(per_recipe[n][key]) for n in per_recipe))
