@@ -1,7 +1,8 @@
-"""Deterministic stand-ins for the target model, for tests only (the real engine is onnxruntime)."""
+"""Deterministic stand-ins for the target model and the router, for tests only (the real engine is onnxruntime)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from edge_runtime.target_lm import TargetLM
@@ -42,3 +43,19 @@ class ScriptedTargetLM(TargetLM):
             if option.lower() in text:
                 return option
         return options[0]
+
+
+@dataclass
+class Route:
+    entry_id: str
+    similarity: float
+
+
+class FixedRouter:
+    """Routes every question to the same (entry id, similarity) candidates, best first."""
+
+    def __init__(self, *candidates: tuple[str, float]) -> None:
+        self.candidates = [Route(entry_id, similarity) for entry_id, similarity in candidates]
+
+    def route(self, query: str, k: int = 3) -> list[Route]:
+        return self.candidates[:k]

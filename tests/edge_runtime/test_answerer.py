@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 from edge_runtime.answerer import Answerer
@@ -12,6 +10,7 @@ from edge_runtime.errors import ExtractionError
 from edge_runtime.extractor import Extraction, Extractor
 from edge_runtime.metadata import EntryPoint, Param
 from edge_runtime.registry import Execution
+from fakes import FixedRouter
 
 
 def _entry(entry_id: str, thing: str) -> EntryPoint:
@@ -23,17 +22,6 @@ def _entry(entry_id: str, thing: str) -> EntryPoint:
 
 
 ENTRIES = {"apples": _entry("apples", "apples"), "pears": _entry("pears", "pears")}
-
-
-@dataclass
-class _Route:
-    entry_id: str
-    similarity: float
-
-
-class _Router:
-    def route(self, query: str, k: int = 3):
-        return [_Route("apples", 0.9), _Route("pears", 0.8)][:k]
 
 
 class _ModelReads(Extractor):
@@ -57,7 +45,7 @@ def _answerer(attempts: int) -> tuple[Answerer, _ModelReads]:
         return Execution({"answer": values["a"] + values["b"]}, [NarrationStep("f", "added")])
 
     answerer = Answerer(name="t", version="1", digest="d", entries=ENTRIES, modules={k: "" for k in ENTRIES},
-                        router=_Router(), threshold=0.5, extractor=extractor, executor=executor,
+                        router=FixedRouter(("apples", 0.9), ("pears", 0.8)), threshold=0.5, extractor=extractor, executor=executor,
                         model_attempts=attempts)
     return answerer, extractor
 

@@ -13,6 +13,7 @@ from edge_runtime.extractor import Extraction, Extractor
 from edge_runtime.guard import GuardConfig, ReasoningGuard, asked_noun, check, make_guard, scan, target_clause
 from edge_runtime.metadata import EntryPoint, Param
 from edge_runtime.registry import Execution
+from fakes import FixedRouter
 
 DUCKS = EntryPoint(
     id="ducks",
@@ -151,17 +152,6 @@ def test_number_scanner_and_question_helpers():
 # ---- in the Answerer -------------------------------------------------------------------------
 
 
-@dataclass
-class _Route:
-    entry_id: str
-    similarity: float
-
-
-class _Router:
-    def route(self, query: str, k: int = 3):
-        return [_Route("ducks", 0.9)]
-
-
 class _Extractor(Extractor):
     """The template fast path for real; the model's reading stubbed."""
 
@@ -180,7 +170,7 @@ def _answerer(guard) -> tuple[Answerer, list]:
         return Execution({"answer": 42}, [NarrationStep("f", "ran")])
 
     answerer = Answerer(
-        name="t", version="1", digest="d", entries={"ducks": DUCKS}, modules={"ducks": ""}, router=_Router(),
+        name="t", version="1", digest="d", entries={"ducks": DUCKS}, modules={"ducks": ""}, router=FixedRouter(("ducks", 0.9)),
         threshold=0.5, extractor=_Extractor(), executor=executor, guard=guard,
     )
     return answerer, ran
