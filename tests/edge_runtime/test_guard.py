@@ -3,7 +3,6 @@ and its place in the Answerer (a refusal is a MISS "reasoning_changed" before IS
 
 from __future__ import annotations
 
-
 import pytest
 
 from edge_runtime.answerer import Answerer
