@@ -19,18 +19,28 @@ class OnnxTargetLM(TargetLM):
         self.engine = engine
         self.system = system
 
+    def _prompt_parts(self, prompt: str) -> tuple[list[int], list[int]]:
+        """(stable prefix, the rest). The system turn, and the lines of the prompt before its last ``Text:``
+        line (lm()'s task and options), are the same for every call from one call site: their KV state comes
+        from the engine's prefix cache, and only the text and the answer cue are computed per call."""
+        cut = prompt.rfind("\nText:") + 1  # 0 when there is no such line
+        head = f"<|im_start|>system\n{self.system}<|im_end|>\n<|im_start|>user\n"
+        prefix = self.engine.encode(head) + (self.engine.encode(prompt[:cut]) if cut else [])
+        return prefix, self.engine.encode(f"{prompt[cut:]}<|im_end|>\n<|im_start|>assistant\n")
+
     def _prompt_ids(self, prompt: str) -> list[int]:
-        prefix = f"<|im_start|>system\n{self.system}<|im_end|>\n<|im_start|>user\n"
-        state_ids = self.engine.encode(prefix)
-        return state_ids + self.engine.encode(f"{prompt}<|im_end|>\n<|im_start|>assistant\n")
+        prefix, rest = self._prompt_parts(prompt)
+        return prefix + rest
 
     def generate(
         self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] = (), charset: str | None = None
     ) -> str:
         stop_ids = self.engine.encode("<|im_end|>")[:1]
         allowed = self.engine.tokens_within(charset) if charset else None
+        prefix, rest = self._prompt_parts(prompt)
         out = self.engine.greedy(
-            self._prompt_ids(prompt), max_new_tokens=max_new_tokens, stop_ids=stop_ids, allowed=allowed
+            rest, state=self.engine.prefix_state(prefix), max_new_tokens=max_new_tokens, stop_ids=stop_ids,
+            allowed=allowed,
         )
         text = self.engine.decode(out)
         for marker in stop:
@@ -54,7 +64,8 @@ class OnnxTargetLM(TargetLM):
     def _option_scores(self, prompt: str, options: Sequence[str]) -> np.ndarray:
         """log P(option, end of turn | prompt) for each option."""
         engine = self.engine
-        prompt_result = engine.forward(self._prompt_ids(prompt), want_logits=True)
+        prefix, rest = self._prompt_parts(prompt)
+        prompt_result = engine.forward(rest, engine.prefix_state(prefix), want_logits=True)
         assert prompt_result.logits is not None
         first = _log_softmax(prompt_result.logits)
         end = engine.encode("<|im_end|>")[:1]

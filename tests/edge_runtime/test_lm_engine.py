@@ -363,3 +363,19 @@ def test_choose_picks_the_option_with_the_most_likely_whole_answer(engine):
             scores.append(sum(log_probs[j, t] for j, t in enumerate(answer)))
         assert lm.choose(prompt, options) == options[int(np.argmax(scores))]
     assert lm.choose("Which unit?", ["only"]) == "only"
+
+
+def test_choose_computes_the_task_and_options_once_per_call_site(tiny_fp32):
+    """lm()'s prompt differs between calls only from its 'Text:' line on: the rest comes from the prefix cache."""
+    engine = LMEngine(tiny_fp32)
+    lm = OnnxTargetLM(engine)
+    task = "Task: classify the parcel's contents\nOptions: fragile, perishable, standard\n"
+    lm.choose(task + "Text: three glass vases\nAnswer with one option:", ["fragile", "perishable", "standard"])
+    cached = engine.prefix_cache_entries
+    passes = []
+    forward = engine.forward
+    engine.forward = lambda ids, state=None, **kw: passes.append(len(ids)) or forward(ids, state, **kw)
+    lm.choose(task + "Text: two kilos of fresh fish\nAnswer with one option:", ["fragile", "perishable", "standard"])
+    assert engine.prefix_cache_entries == cached  # the same prefix, reused
+    prefix, rest = lm._prompt_parts(task + "Text: two kilos of fresh fish\nAnswer with one option:")
+    assert passes[0] == len(rest) and len(prefix) > len(engine.encode(task)) // 2  # the prompt pass skips the task
