@@ -279,3 +279,22 @@ def test_a_reworded_final_question_that_asks_the_same_thing_is_served_on_the_mod
                          "her friends with 5. She sells the remaining eggs at the farmers' market for $3 per fresh duck "
                          "egg. How much in dollars does she make every day at the farmers' market?"),
                  DUCK_VALUES, "lm-draft") is None
+
+
+def test_a_final_question_that_states_its_givens_is_not_a_reversal():
+    """'What will $2000 grow to in 5 years at 4% per year, compounded quarterly?' asks for the balance; the
+    words after its first number are givens it states, not what it asks for."""
+    savings = EntryPoint(
+        id="savings", description="compound interest", root="r", answer_key="answer",
+        template=("If you deposit ${principal} at {rate}% a year compounded {frequency}, what is the balance after "
+                  "{years} years?"),
+        params=(Param("principal", "deposit in dollars", float, 1000.0, minimum=0),
+                Param("rate", "yearly rate in percent", float, 5.0, minimum=0),
+                Param("frequency", "compounding", str, "monthly", choices=("annually", "quarterly", "monthly")),
+                Param("years", "years", int, 10, minimum=0)),
+    )
+    values = {"principal": 2000.0, "rate": 4.0, "frequency": "quarterly", "years": 5}
+    question = "What will $2000 grow to in 5 years at 4% per year, compounded quarterly?"
+    assert check(savings, question, values, "lm-draft") is None
+    reversed_question = "If you deposit $2000 and have $2433.97 after 5 years, compounded quarterly, what was the yearly rate?"
+    assert check(savings, reversed_question, {**values, "rate": 2433.97}, "lm-draft") is not None
