@@ -269,14 +269,18 @@ class ReasoningGuard:
         self._templates: dict[str, _TemplateFacts] = {}
 
     def __call__(self, entry: EntryPoint, question: str, values: dict[str, Any], path: str) -> str | None:
+        return self.judge(entry, question, values, path).refusal
+
+    def judge(self, entry: EntryPoint, question: str, values: dict[str, Any], path: str) -> Verdict:
+        """The verdict with every check's findings, for a question whose values ``path`` read."""
         if path == "template":
-            return None
+            return Verdict(None, {})
         # The aligned path has compared the final question word by word already, renames included
         # ("How many kiwis does Joe have?" for "How many bananas does John have?"), which this
         # content-word overlap cannot tell from another target.
         aligned = path == "aligned"
         return self.verdict(entry, question, values, check_target=not aligned, check_context=not aligned,
-                            model_path=not aligned).refusal
+                            model_path=not aligned)
 
     # The entry's side, computed once per entry.
     def _template(self, entry: EntryPoint) -> "_TemplateFacts":
@@ -502,8 +506,10 @@ def check(entry: EntryPoint, question: str, values: dict[str, Any], path: str = 
 _DEFAULT = ReasoningGuard()
 
 
-def explain(entry: EntryPoint, question: str, values: dict[str, Any], config: GuardConfig | None = None) -> Verdict:
-    return ReasoningGuard(config).verdict(entry, question, values)
+def explain(entry: EntryPoint, question: str, values: dict[str, Any], config: GuardConfig | None = None,
+            path: str = "lm-draft") -> Verdict:
+    """The guard's verdict with every check's findings, judged as for a question whose values ``path`` read."""
+    return ReasoningGuard(config).judge(entry, question, values, path)
 
 
 __all__ = ["GuardConfig", "Mention", "ReasoningGuard", "Verdict", "check", "explain", "make_guard", "scan",
