@@ -66,10 +66,10 @@ class _Graph:
     def scalar(self, name: str, value: float, dtype: type = np.float32) -> str:
         return self.const(name, np.array(value, dtype=dtype))
 
-    def _per_token_int8(self, x: str, b: str, b_scale: str, name: str) -> str:
+    def _per_token_int8(self, x: str, b: str, b_scale: str, name: str, k: int) -> str:
         """int8 matmul with one activation scale per token (symmetric, codes shifted by 128 to uint8): a
         token with outlying values costs only itself its precision. One blocked QuantizeLinear (a block is
-        a whole row) and one DequantizeLinear do what took eight elementwise operators before."""
+        a whole row of ``k`` inputs) and one DequantizeLinear do what took eight elementwise operators before."""
         axes = self.const(f"{name}.axes", np.array([-1], dtype=np.int64))
         peak = self.node("ReduceMax", [self.node("Abs", [x])[0], axes], keepdims=1)[0]
         a_scale = self.node("Max", [self.node("Div", [peak, self.scalar(f"{name}.127", 127.0)])[0],
@@ -77,14 +77,10 @@ class _Graph:
         # QuantizeLinear wants a zero point shaped like its scale: 128 for every token.
         zero = self.node("Cast", [self.node("Add", [self.node("Mul", [a_scale, self.scalar(f"{name}.0", 0.0)])[0],
                                                     self.scalar(f"{name}.128", 128.0)])[0]], to=2)[0]
-        k = self.initializer_shape(b)[0]
         codes = self.node("QuantizeLinear", [x, a_scale, zero], axis=-1, block_size=k)[0]
         acc = self.node("MatMulInteger", [codes, b, self.scalar(f"{name}.zp", 128, np.uint8)])[0]
         y = self.node("DequantizeLinear", [acc, b_scale], axis=-1)[0]
         return self.node("Mul", [y, a_scale])[0]
-
-    def initializer_shape(self, name: str) -> tuple[int, ...]:
-        return next(tuple(t.dims) for t in self.initializers if t.name == name)
 
     def linear(self, x: str, weight: Linear, name: str, kind: str, input_scale: np.ndarray | None = None) -> str:
         """``x @ weight.T`` computed as ``kind`` (see ``LINEAR_KINDS``). ``input_scale`` multiplies the
@@ -106,7 +102,7 @@ class _Graph:
             b_scale = self.const(f"{name}.scales", scale)
             if kind == "int8":
                 return self.node("DynamicQuantizeMatMul", [x, b, b_scale], domain=MS)[0]
-            return self._per_token_int8(x, b, b_scale, name)
+            return self._per_token_int8(x, b, b_scale, name, k=codes.shape[1])  # a block is a whole row of x
         if kind != "blocks8-int8":
             raise ValueError(f"unknown linear kind {kind!r}; choose one of {LINEAR_KINDS}")
         blocks = weight if isinstance(weight, BlockQuantized) and weight.bits == 8 and weight.integer_zeros \
