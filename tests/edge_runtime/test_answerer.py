@@ -45,8 +45,8 @@ def _answerer(attempts: int) -> tuple[Answerer, _ModelReads]:
         return Execution({"answer": values["a"] + values["b"]}, [NarrationStep("f", "added")])
 
     answerer = Answerer(name="t", version="1", digest="d", entries=ENTRIES, modules={k: "" for k in ENTRIES},
-                        router=FixedRouter(("apples", 0.9), ("pears", 0.8)), threshold=0.5, extractor=extractor, executor=executor,
-                        model_attempts=attempts)
+                        router=FixedRouter(("apples", 0.9), ("pears", 0.8)), threshold=0.5, extractor=extractor,
+                        executor=executor, model_attempts=attempts)
     return answerer, extractor
 
 
