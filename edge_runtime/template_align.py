@@ -33,7 +33,11 @@ from fractions import Fraction
 from edge_runtime.draft import number_spans
 from edge_runtime.metadata import Param
 
-_TOKEN = re.compile(r"\d+(?:[.,/]\d+)*|[A-Za-z]+(?:'[a-z]+)?|[^\w\s]")
+_TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+_UNITS_WORDS = "one|two|three|four|five|six|seven|eight|nine"
+#: "thirty-four" is one number, not "thirty", "-", "four" (whose hyphen would align with "{n}-pound").
+_TOKEN = re.compile(rf"\d+(?:[.,/]\d+)*|(?:{_TENS})-(?:{_UNITS_WORDS})\b|[A-Za-z]+(?:'[a-z]+)?|[^\w\s]", re.IGNORECASE)
+
 _SLOT = "\x00"
 #: Words that state a quantity: one that appears, disappears or changes outside the slots changes the question.
 _QUANTITY_WORDS = set(
@@ -73,7 +77,7 @@ def _norm(token: str) -> str:
 
 
 def _is_quantity(token: str) -> bool:
-    return token[:1].isdigit() or token in _QUANTITY_WORDS
+    return token[:1].isdigit() or token.split("-")[0] in _QUANTITY_WORDS
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]]:
@@ -109,6 +113,8 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *, m
     swapped: set[tuple[str, str]] = set()  # the same, anywhere
     target_start = _target_start(t_tokens)
     in_target: list[tuple[list[str], list[str]]] = []  # changed words of the final question (template, question)
+    phrases_before: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()  # (template phrase, question's), before the target
+    phrases_target: list[tuple[tuple[str, ...], tuple[str, ...]]] = []  # the same, in the final question
     for op, i1, i2, j1, j2 in opcodes:
         if op == "equal":
             continue
@@ -123,8 +129,12 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *, m
         pairs = [(_norm(a), _norm(b)) for a, b in zip(words, q_plain)] if len(q_plain) == len(words) else []
         changed = {(a, b) for a, b in pairs if a != b and a.isalpha() and a not in _COMMON}
         swapped.update(changed)
+        phrase = (_content(words), _content(q_words))
         if i2 <= target_start:
             renamed.update(changed)
+            phrases_before.add(phrase)
+        else:
+            phrases_target.append(phrase)
         if not slots:
             if any(_is_quantity(w) or w in _ADDING_WORDS for w in q_words):
                 return None  # a quantity added (or a constant replaced) outside the slots
@@ -146,7 +156,8 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *, m
         return None  # two template words traded places: the values' roles swapped
     elsewhere = {w for w in t_norm[:target_start] if w.isalpha() and w not in _COMMON}
     for t_words, q_words in in_target:
-        if any(w in elsewhere and w not in t_words for w in q_words):
+        if any(w in elsewhere and w not in t_words and not _renamed_consistently(w, phrases_before, phrases_target)
+               for w in q_words):
             return None  # the final question asks for a quantity the template gives another role
         if len(literal) < 30 and not _renamed_throughout(t_words, q_words, renamed):
             return None  # the final question of a short template asks for something else
@@ -162,6 +173,19 @@ def _target_start(t_tokens: list[str]) -> int:
     last = asked[-1] if asked else (ends[-1] if ends else len(t_tokens))
     before = [i for i in ends if i < last]
     return before[-1] + 1 if before else 0
+
+
+def _content(words: list[str]) -> tuple[str, ...]:
+    return tuple(_norm(w) for w in words if w.isalpha() and w not in _COMMON and not _is_quantity(w))
+
+
+def _renamed_consistently(word: str, before: set[tuple[tuple[str, ...], tuple[str, ...]]],
+                          target: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> bool:
+    """``word`` reaches the final question by a rename the question makes before it too, and the template's
+    own ``word`` is renamed away there: "the rest play video games or music; 10 bake ... how many play music"
+    → "the rest read or bake; 10 dance ... how many bake" names the same roles with other hobbies."""
+    return (any(word in q and (t, q) in before for t, q in target)
+            and any(word in t and word not in q for t, q in before))
 
 
 def _renamed_throughout(t_words: list[str], q_words: list[str], renamed: set[tuple[str, str]]) -> bool:

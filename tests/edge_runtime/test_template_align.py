@@ -117,3 +117,20 @@ def test_two_words_trading_places_inside_the_final_question_is_a_swap():
     assert aligned_values(template, params, question) is not None
     swapped = question.replace("dollar pens", "dollar PENCILS").replace("4 pencils", "4 pens").replace("PENCILS", "pencils")
     assert aligned_values(template, params, swapped) is None
+
+
+def test_the_final_question_may_use_a_template_word_the_question_renamed_throughout():
+    template = ("A class of {total} students has hobbies. {bakers} like to bake, and the rest like to either play "
+                "video games or play music. How many like to play video games if the number that like to play music "
+                "is {ratio} the number that bake?")
+    params = (Param(name="total", description="students", type=int, original=50),
+              Param(name="bakers", description="bakers", type=int, original=10),
+              Param(name="ratio", description="times", type=float, original=2.0))
+    renamed = ("A class of 160 students has hobbies. 60 like to dance, and the rest like to either read or bake. "
+               "How many like to read if the number that like to bake is twice the number that dance?")
+    assert aligned_values(template, params, renamed) == {"total": "160", "bakers": "60", "ratio": "twice"}
+    # the final question asks for the bakers the template states: a reversed question, not a rename
+    reversed_question = ("A class of 160 students has hobbies. 60 like to bake, and the rest like to either play "
+                         "video games or play music. How many like to bake if the number that like to play music "
+                         "is twice the number that bake?")
+    assert aligned_values(template, params, reversed_question) is None
