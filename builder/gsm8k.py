@@ -149,6 +149,7 @@ _WEAK_STRUCTURAL = {"weekly", "daily", "hourly", "monthly", "annual", "yearly", 
 _DIGITS = re.compile(
     r"(?<![\w.])(?P<num>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?!\.?\d)(?P<ord>st|nd|rd|th)?"
 )
+_UNIT_FRACTION = re.compile(r"(?<![\w./])1/(?P<den>\d+)(?![\w./])")
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 _PERCENT_AFTER = re.compile(r"\s*(%|percent\b|per\s*cent\b)", re.IGNORECASE)
 
@@ -198,6 +199,11 @@ def _word_value(word: str) -> int | None:
 def scan_numbers(text: str) -> list[Mention]:
     """Every number stated in ``text``, in order (digits, cardinal words, structural number words)."""
     found: list[tuple[int, int, str, float, str, tuple[float, ...]]] = []
+    for m in _UNIT_FRACTION.finditer(text):
+        # "1/5 occupied", "1/2 an ounce": one number, which a program writes as 0.2 or divides by 5
+        denominator = int(m["den"])
+        if denominator:
+            found.append((m.start(), m.end(), m.group(0), 1 / denominator, "structural", (float(denominator), 1 / denominator)))
     for m in _DIGITS.finditer(text):
         if m["ord"]:
             continue  # "1st", "3rd": an ordinal, not a quantity
@@ -229,7 +235,7 @@ def scan_numbers(text: str) -> list[Mention]:
         if low in STRUCTURAL_WORDS:
             values = STRUCTURAL_WORDS[low]
             found.append((m.start(), m.end(), word, values[-1], "structural", tuple(float(v) for v in values)))
-    found.sort(key=lambda item: item[0])
+    found.sort(key=lambda item: (item[0], -item[1]))  # at one start, the longer reading ("1/5" over "1")
     mentions: list[Mention] = []
     last_end = -1
     for start, end, raw, value, kind, alternatives in found:

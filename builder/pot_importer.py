@@ -15,10 +15,18 @@ answer). For each transcript this module
    constants (60 minutes, 100 percent, 7 days...) that the question does not state stay constants
    (``no_parameters`` when nothing is left). A number word the literal came from ("half" for the 2
    of ``x / 2``, "twice") becomes a parameter read as its number or its reciprocal, so "one third"
-   can take its place. A parameter the program may have precomputed a constant from (one or two
-   steps, ``0.3`` from "40% ... the rest equally divided") or that a unit-constant literal may
-   repeat stays constant. A number of the question no literal reads becomes a free slot (the
-   reasoning ignores it, so a variant may change it) when every literal is accounted for;
+   can take its place; so does a unit fraction ("1/5 occupied": ``0.2``, or the 5 of ``/ 5``). A
+   constant the program converted from a stated duration or measure ("after 2 weeks" as
+   ``days = 14``, "every 3 months" as ``harvests = 4`` in a year) becomes that number with the
+   conversion written out (``weeks * 7``, ``12 / months``), when the other unit is in the question
+   or the variable's name. A number written into a measure ("12-pound bags") is stated even
+   where its value looks like a unit constant. A parameter the program may have precomputed a
+   constant from (one or two steps, ``0.3`` from "40% ... the rest equally divided") or that a
+   unit-constant literal may repeat stays constant, unless the repeat is unambiguous (the question
+   states the value once and the literal's variable shares a word with it). A number of the
+   question no literal reads becomes a free slot (the reasoning ignores it, so a variant may
+   change it) when every literal is accounted for, never half of a fraction nor a one (a program
+   multiplies by 1 without writing it);
 5. writes one entry source in the project's format: a root ``@semantic_function`` whose body is the
    program with ``load()`` bindings for the parameters, a ``narrate()`` after every step and
    ``return {"answer": ...}``, plus an ``entry_point`` whose template is the original question with
@@ -572,6 +580,10 @@ def _similarity(literal: Literal, question: str, mention: Mention) -> float:
 
 def literal_form(value: Any, form: str) -> Any:
     """The program literal for a parameter value: the same arithmetic as the generated entry."""
+    if ":" in form:  # a unit conversion the program precomputed (see _UNIT_LIFTS)
+        kind, factor = form.split(":")
+        return {"times": value * _number(factor), "per": _number(factor) / value if value else math.inf,
+                "div": value / _number(factor)}[kind]
     if form == "percent":
         return value / 100
     if form == "complement":
@@ -623,6 +635,57 @@ def _unit_name(literal: Literal) -> str | None:
     return None
 
 
+#: Conversions a program precomputes from a stated duration or measure: (smaller unit, larger unit, factor).
+#: "after 2 weeks" became ``days = 14`` (2 x 7), "every 3 months ... in a year" ``harvests = 4`` (12 / 3),
+#: "a 30-minute show" ``0.5`` hours (30 / 60).
+_UNIT_LIFTS: tuple[tuple[str, str, int], ...] = (
+    ("day", "week", 7), ("month", "year", 12), ("week", "year", 52), ("day", "year", 365), ("hour", "day", 24),
+    ("minute", "hour", 60), ("second", "minute", 60), ("inch", "foot", 12), ("ounce", "pound", 16),
+    ("cent", "dollar", 100),
+)
+_UNIT_WORDS = {"days": "day", "weeks": "week", "months": "month", "years": "year", "hours": "hour",
+               "minutes": "minute", "seconds": "second", "inches": "inch", "feet": "foot", "ounces": "ounce",
+               "pounds": "pound", "cents": "cent", "dollars": "dollar", "hrs": "hour", "mins": "minute"}
+
+
+def _number(text: str) -> int | float:
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
+def _unit_word(word: str) -> str:
+    word = word.lower()
+    return _UNIT_WORDS.get(word, _SYNONYMS.get(word, word))
+
+
+def _lifted_form(value: float, mention: Mention, question: str, literal: Literal) -> str | None:
+    """How a constant the program precomputed is this mention converted between units, else None.
+
+    The mention must name its unit ("2 weeks", "every 3 months", "a 30-minute show") and the other unit of
+    the conversion must appear in the question or in the program's variable names, so that ``14`` is read
+    as 2 weeks in days only where days are what the question counts."""
+    after = words_after(question, mention, 1)
+    if not after or not mention.parameterisable or float(mention.value) == 0:
+        return None
+    unit = _unit_word(after[0])
+    around = {_unit_word(w) for w in re.findall(r"[a-z]+", question.lower())}
+    around |= {_unit_word(w) for name in literal.names for w in name.lower().split("_")}
+    m = float(mention.value)
+    for small, big, factor in _UNIT_LIFTS:
+        if unit == big and small in around and _close(value, m * factor):
+            return f"times:{factor}"  # 2 weeks -> 14 days
+        if unit == small and big in around and _close(value, factor / m):
+            return f"per:{factor}"  # every 3 months -> 4 times a year
+        if unit == small and big in around and _close(value, m / factor):
+            return f"div:{factor}"  # 30 minutes -> 0.5 hours
+    return None
+
+
+def _hyphenated_measure(question: str, mention: Mention) -> bool:
+    """"12-pound bags", "a 1-pound box": a number written into a measure is stated, not a unit constant."""
+    return mention.kind == "digits" and re.match(r"-[A-Za-z]", question[mention.end:mention.end + 2]) is not None
+
+
 def plan_parameters(
     question: str, program: PalProgram, variant: str = "", docstring: str = "", frozen: Sequence[str] = (),
     free_numbers: bool = True, structural_words: bool = True,
@@ -670,7 +733,8 @@ def plan_parameters(
             if form is None:
                 continue
             sim = _similarity(lit, question, mention)
-            if not lit.direct and sim <= 0 and (value in UNIT_CONSTANTS or value == 1.0) and mention.kind != "structural":
+            if (not lit.direct and sim <= 0 and (value in UNIT_CONSTANTS or value == 1.0) and mention.kind != "structural"
+                    and not _hyphenated_measure(question, mention)):
                 continue  # "/ 60" next to "60%", "+ 1" next to "1 dog": arithmetic, not that mention
             score = sim - (0.3 if mention.kind == "structural" else 0) - (0.2 if form != "value" else 0)
             candidates.append([score, lit, mention, form, value])
@@ -694,12 +758,32 @@ def plan_parameters(
         assigned[lit.id] = (mention, form)
         taken.add(mention.index)
     # a literal whose value is a mention another literal took shares that parameter ("70 chips each")
+    # (an inline literal too, when the question states its value once and the literal's variable names the same
+    # thing as the variable that took it: ``sunday_gingerbread = 10 + more`` after ``saturday_gingerbread = 10``)
     for score, lit, mention, form, value in candidates:
-        if lit.id in assigned or score <= 0 or form != "value" or not mention.parameterisable or not lit.direct:
+        if lit.id in assigned or score <= 0 or form != "value" or not mention.parameterisable:
             continue
         owner = [lid for lid, (m, _) in assigned.items() if m.index == mention.index]
-        if owner and assigned[owner[0]][1] == "value":
-            assigned[lit.id] = (mention, form)
+        if not owner or assigned[owner[0]][1] != "value":
+            continue
+        if not lit.direct:
+            owner_name = program.literal(owner[0]).direct
+            if (not owner_name or not _tokens(lit.target or "") & _tokens(owner_name)
+                    or sum(any(_close(v, value) for v, _ in m.literal_values()) for m in mentions) != 1):
+                continue
+        assigned[lit.id] = (mention, form)
+    # a constant the program precomputed from a stated duration or measure becomes that number, converted
+    for lit in pool:
+        if lit.id in assigned or float(restored.get(lit.id, lit.value)) == 0:
+            continue
+        for mention in mentions:
+            if mention.index in taken:
+                continue
+            lifted = _lifted_form(float(restored.get(lit.id, lit.value)), mention, question, lit)
+            if lifted is not None:
+                assigned[lit.id] = (mention, lifted)
+                taken.add(mention.index)
+                break
     constants: list[str] = []
     unexplained: list[str] = []
     by_mention: dict[int, ParamPlan] = {}
@@ -771,6 +855,10 @@ def _structural_slot(question: str, mention: Mention, literal: float) -> tuple[M
     its reciprocal. A fraction's article joins the slot ("a third"), so "two thirds" can take its place."""
     low = mention.text.lower()
     word = low.split("-")[-1]
+    if re.fullmatch(r"1/\d+", low):  # "1/5": the 0.2 it states, or the 5 a program divides by
+        natural = float(mention.value)
+        reading = None if _close(literal, natural) else "reciprocal" if _close(literal, 1 / natural) else ""
+        return (mention, reading) if reading != "" else None
     if low not in _MULTIPLIERS and word not in _FRACTIONS and not (word.endswith("s") and word[:-1] in _FRACTIONS and "-" in low):
         return None
     start, text = mention.start, mention.text
@@ -805,6 +893,10 @@ def _free_params(question: str, unused: Sequence[Mention], program: PalProgram, 
     for mention in unused:
         if any(_value_matches(v, mention, question) for v in values):
             continue
+        if re.match(r"\s*/\s*\d", question[mention.end:mention.end + 3]) or re.search(r"\d\s*/\s*$", question[:mention.start]):
+            continue  # half of a fraction ("2/5 occupied"): the other half may be read, and then this one is too
+        if float(mention.value) == 1:
+            continue  # "for one of the implants": a program multiplies by 1 without writing it
         head = next(iter(words_after(question, mention, 1)), "")
         groups.setdefault((mention.text.lower(), head), []).append(mention)  # one spelling: one slot
     out: list[ParamPlan] = []
@@ -902,7 +994,7 @@ def _name_params(params: list[ParamPlan], program: PalProgram, question: str, us
         if lit.direct and lit.top_level and not lit.in_loop and bound_before.get(lit.direct) == id(lit.node):
             # `eggs_per_day = 16`: the variable itself becomes the parameter; `discount = 0.2` for
             # "20%": the parameter is the percentage and the statement computes the variable from it
-            candidate = lit.direct if plain else f"{lit.direct}_percent"
+            candidate = lit.direct if plain else None if any(":" in form for _, form in p.literals) else f"{lit.direct}_percent"
         if candidate is None or candidate in names or (candidate != lit.direct and candidate in used):
             words = [w for w in words_after(question, p.mention, 4) if w.isalpha()]
             while words and words[0] in _STOP:
@@ -912,7 +1004,7 @@ def _name_params(params: list[ParamPlan], program: PalProgram, question: str, us
                 base = "price_" + base if base else "price"
             if p.mention.percent:
                 base = "percent_" + base if base else "percent"
-            if lit.direct:
+            if lit.direct and not any(":" in form for _, form in p.literals):
                 base = f"{lit.direct}_given"
             elif not base:
                 base = f"{lit.target or 'value'}_given"
@@ -1052,6 +1144,12 @@ class _BodyWriter:
                 name = ast.Name(p.name, ast.Load())
                 if form == "value":
                     return ast.copy_location(name, node)
+                if ":" in form:
+                    kind, factor = form.split(":")
+                    constant = ast.Constant(_number(factor))
+                    converted = {"times": ast.BinOp(name, ast.Mult(), constant), "per": ast.BinOp(constant, ast.Div(), name),
+                                 "div": ast.BinOp(name, ast.Div(), constant)}[kind]
+                    return ast.copy_location(converted, node)
                 share = ast.BinOp(name, ast.Div(), ast.Constant(100))
                 if form == "complement":
                     share = ast.BinOp(ast.Constant(1), ast.Sub(), share)
@@ -1378,10 +1476,42 @@ def _run_original(program: PalProgram) -> Any:
         raise Rejected("runtime_error", f"the program on the original numbers: {_describe_exc(exc)}") from exc
 
 
-def choose_domains(program: PalProgram, plan: Plan, expected: Any) -> None:
+#: Words after a number that make it a measure, which a question may state with decimals ("2.5 hours", "6.5 foot",
+#: "3.5 times as many"); a count ("12 cars") stays whole.
+_MEASURES = frozenset(
+    "second minute hour day week month year foot inch mile yard meter metre kilometer km centimeter cm millimeter "
+    "pound lb ounce oz gram kilogram kg ton liter litre milliliter ml gallon quart pint cup degree mph kph times "
+    "percent acre hectare".split())
+#: Operations that make a program's arithmetic depend on a value being whole.
+_WHOLE_NUMBER_OPS = (ast.FloorDiv, ast.Mod)
+_WHOLE_NUMBER_CALLS = frozenset({"int", "round", "range", "floor", "ceil", "divmod", "trunc"})
+
+
+def _measure(question: str, mention: Mention) -> bool:
+    after = words_after(question, mention, 1)
+    if not after:
+        return False
+    word = _unit_word(after[0])
+    return word in _MEASURES or (word.endswith("s") and word[:-1] in _MEASURES)
+
+
+def _whole_number_arithmetic(program: PalProgram) -> bool:
+    """The program floors, rounds, counts or takes remainders: a decimal value may change its path."""
+    for node in ast.walk(program.func):
+        if isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, _WHOLE_NUMBER_OPS):
+            return True
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in _WHOLE_NUMBER_CALLS:
+                return True
+    return False
+
+
+def choose_domains(program: PalProgram, plan: Plan, expected: Any, question: str = "") -> None:
     """Type and minimum of each parameter, checked by running the program (differential oracle)."""
     base = oracle_values(plan.params, {p.name: p.original for p in plan.params})
     loops = any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(program.func))
+    whole_arithmetic = _whole_number_arithmetic(program)
     for p in plan.params:
         integral = float(p.original).is_integer() and "." not in p.mention.text and not p.structural
         literal_is_float = any(isinstance(program.literal(lid).value, float) and form == "value" for lid, form in p.literals)
@@ -1392,6 +1522,11 @@ def choose_domains(program: PalProgram, plan: Plan, expected: Any) -> None:
             if _agrees(program, {**base, **p.literal_values(float(p.original))}, expected):
                 p.type = float
                 p.original = float(p.original)
+        if (p.type is int and not p.free and not whole_arithmetic and _measure(question, p.mention)
+                and _runs(program, {**base, **p.literal_values(float(p.original) + 0.5)})):
+            # a duration, a length, a weight, a multiplier: "2.5 hours" is the same reasoning
+            p.type = float
+            p.original = float(p.original)
         base.update(p.literal_values(p.original))
     for p in plan.params:
         # minimum 0, exclusive when the program cannot run at 0 (a divisor, a count that must be positive)
@@ -1498,7 +1633,7 @@ class Importer:
             if not any(not p.free for p in plan.params):  # slots the reasoning ignores are not parameters of it
                 raise Rejected("no_parameters", "no literal of the program is a number stated in the question"
                                + (f" (kept constant: {'; '.join(plan.constants[:4])})" if plan.constants else ""))
-            choose_domains(program, plan, expected)
+            choose_domains(program, plan, expected, t.question)
             rng = random.Random(f"{self.options.seed}:{t.entry_id}:examples")
             examples = [draw_values(plan, rng) for _ in range(2)]
             for p in plan.params:

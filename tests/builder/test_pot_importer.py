@@ -18,7 +18,9 @@ from builder.pot_importer import (
     ExactEmbedder,
     Importer,
     ImportOptions,
+    PalProgram,
     Transcript,
+    plan_parameters,
     run_import,
 )
 from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
@@ -461,7 +463,7 @@ def test_a_number_the_program_never_reads_becomes_a_free_slot(importer):
     assert answer(entry, compiled, q.replace("2 miles on", "4 miles on").replace("walks 3", "walks 5")) == 1.5
 
 
-def test_no_free_slot_when_a_literal_may_have_been_computed_from_the_number(importer):
+def test_a_conversion_the_program_precomputed_becomes_the_stated_number(importer):
     q = "John has 10 trees. He can harvest every 3 months, 100 apples a tree. How many apples does he get in a year?"
     t = transcript(q, """
         trees = 10
@@ -471,9 +473,77 @@ def test_no_free_slot_when_a_literal_may_have_been_computed_from_the_number(impo
         return result
     """, 4000)
     result = accepted(importer, t)
-    entry, _ = load_entry(result.source, result.id)
+    entry, compiled = load_entry(result.source, result.id)
     assert not [p for p in entry.params if p.name.startswith("unused")]
-    assert "every 3 months" in entry.template  # stays literal: the guard refuses another number there
+    assert "every {months} months" in entry.template  # 4 = 12 / 3: the harvests a year, from the months
+    assert answer(entry, compiled, q.replace("every 3 months", "every 6 months")) == 2000
+    assert answer(entry, compiled, q.replace("every 3 months", "every 2 months")) == 6000
+
+
+def test_days_precomputed_from_weeks_follow_the_weeks(importer):
+    q = "A hospital has 1000 beds, 200 of them occupied. 50 patients are admitted each day. How many beds are free after 2 weeks?"
+    t = transcript(q, """
+        beds = 1000
+        occupied = 200
+        per_day = 50
+        days = 14
+        return beds - occupied - per_day * days
+    """, 100)
+    result = accepted(importer, t)
+    entry, compiled = load_entry(result.source, result.id)
+    assert "after {weeks} weeks" in entry.template
+    assert answer(entry, compiled, q.replace("after 2 weeks", "after 1 weeks")) == 450
+
+
+def test_no_conversion_without_the_other_unit():
+    program_text = program("Bo walks his dog for 2 weeks. It chases 7 squirrels a walk. How many squirrels?", """
+        squirrels = 7
+        walks = 14
+        return squirrels * walks
+    """)
+    q = "Bo walks his dog for 2 weeks. It chases 7 squirrels a walk. How many squirrels?"
+    plan = plan_parameters(q, PalProgram(program_text))
+    assert "weeks" not in [p.name for p in plan.params]  # 14 = 2 x 7, but nothing here counts days
+    days = program_text.replace("walks = 14", "walk_days = 14").replace("* walks", "* walk_days")
+    lifted = plan_parameters(q, PalProgram(days))
+    assert sorted(p.name for p in lifted.params) == ["squirrels", "weeks"]
+
+
+def test_a_number_written_into_a_measure_is_a_parameter(importer):
+    q = "He buys four 12-pound bags of carrots and two 75-pound bales of hay. How many pounds does he buy?"
+    t = transcript(q, """
+        carrots = 4
+        hay = 2
+        bale = 75
+        return carrots * 12 + hay * bale
+    """, 198)
+    result = accepted(importer, t)
+    entry, compiled = load_entry(result.source, result.id)
+    assert "{" in entry.template.split("-pound bags")[0].split()[-1]  # the 12 of "12-pound" is a slot
+    assert answer(entry, compiled, q.replace("12-pound", "8-pound")) == 182
+
+
+def test_an_inline_literal_sharing_a_word_with_a_mention_reads_it(importer):
+    q = ("On Saturday he sold 10 boxes of gingerbread. On Sunday he sold 5 more boxes of gingerbread than on "
+         "Saturday. How many boxes of gingerbread in all?")
+    t = transcript(q, """
+        saturday_gingerbread = 10
+        sunday_gingerbread = 10 + 5
+        return saturday_gingerbread + sunday_gingerbread
+    """, 25)
+    result = accepted(importer, t)
+    entry, compiled = load_entry(result.source, result.id)
+    assert "sold 10 boxes" not in entry.template
+    assert answer(entry, compiled, q.replace("sold 10 boxes", "sold 12 boxes")) == 29
+    twice = q.replace("10 boxes of gingerbread.", "10 boxes of gingerbread and 10 boxes of pie.")
+    t = transcript(twice, """
+        saturday_gingerbread = 10
+        pie = 10
+        sunday_gingerbread = 10 + 5
+        return saturday_gingerbread + sunday_gingerbread
+    """, 25)
+    entry, _ = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    assert "sold 10 boxes of gingerbread" in entry.template  # which 10 the inline one reads is unknowable
 
 
 def test_number_words_become_parameters_read_as_their_number_or_its_reciprocal(importer):
@@ -539,3 +609,78 @@ def test_a_count_is_marked_a_whole_answer(importer):
     result = accepted(importer, whole)
     entry, _ = load_entry(result.source, result.id)
     assert entry.whole_answer
+
+
+def test_a_unit_fraction_is_one_number_read_as_stated_or_as_its_denominator(importer):
+    q = "He has 32 ounces of water. Small cubes use 1/2 an ounce and big cubes 4 ounces. He makes 8 small and 3 big cubes. How many ounces are left?"
+    t = transcript(q, """
+        water = 32
+        small = 8
+        big = 3
+        return water - small * 0.5 - big * 4
+    """, 16)
+    result = accepted(importer, t)
+    entry, compiled = load_entry(result.source, result.id)
+    assert "1/2" not in entry.template and "{unused" not in entry.template  # one number, no free numerator
+    assert answer(entry, compiled, q.replace("1/2 an ounce", "1/4 an ounce")) == 18
+    assert answer(entry, compiled, q.replace("1/2 an ounce", "a quarter of an ounce")) == 18
+
+
+def test_a_unit_fraction_a_program_divides_by_is_read_as_its_denominator(importer):
+    q = "A hospital has 1000 beds with 1/5 occupied. How many beds are free?"
+    t = transcript(q, """
+        beds = 1000
+        occupied = beds / 5
+        return beds - occupied
+    """, 800)
+    entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    assert "{unused" not in entry.template  # "2/5 occupied" is another question, not a new value of an ignored 1
+    assert answer(entry, compiled, q.replace("1/5", "1/4")) == 750
+
+
+def test_a_measure_may_be_stated_with_decimals_a_count_may_not(importer):
+    q = "Ana peels an orange in 2 minutes and has 12 oranges. How many minutes does she need?"
+    t = transcript(q, """
+        minutes_per_orange = 2
+        oranges = 12
+        return minutes_per_orange * oranges
+    """, 24)
+    entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    types = {p.name: p.type for p in entry.params}
+    assert types == {"minutes_per_orange": float, "oranges": int}
+    assert answer(entry, compiled, q.replace("in 2 minutes", "in 2.5 minutes")) == 30
+    floors = transcript(q, """
+        minutes_per_orange = 2
+        oranges = 12
+        return (minutes_per_orange * oranges) // 1
+    """, 24)
+    entry, _ = load_entry(accepted(importer, floors).source, "gsm8k-0007")
+    assert all(p.type is int for p in entry.params)  # the program floors: a decimal could change its path
+
+
+def test_an_inline_literal_never_shares_a_mention_no_named_variable_took(importer):
+    q = ("Rayna has 60 more dollars than Kassidy, and Kassidy has 3/4 times as much money as Aurelia. If Aurelia "
+         "has $120, how much would each have if they shared their money equally?")
+    t = transcript(q, """
+        aurelia_money = 120
+        kassidy_money = aurelia_money * 3 / 4
+        rayna_money = kassidy_money + 60
+        total_money = aurelia_money + kassidy_money + rayna_money
+        money_per_person = total_money / 3
+        return money_per_person
+    """, 120)
+    source = accepted(importer, t).source
+    assert "total_money / 3" in source  # three people share: not the 3 of "3/4", whatever "3/4" becomes
+
+
+def test_a_one_is_never_a_free_slot(importer):
+    q = ("He needs 2 implants at $2000 each. For one of the implants he wants a crown that costs an extra $500. "
+         "How much does he pay?")
+    t = transcript(q, """
+        implants = 2
+        price = 2000
+        crown = 500
+        return implants * price + crown
+    """, 4500)
+    entry, _ = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    assert "For one of the implants" in entry.template  # "for two of them" would double the crowns
