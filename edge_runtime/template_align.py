@@ -16,7 +16,8 @@ match and stretches that differ. The path reads values only where that is unambi
   agent's instruction, under 30 words) it may change a word only where the question renames it
   throughout: "convert to kelvin" → "convert to fahrenheit" is another question;
 - a differing stretch with slots must hold exactly as many numbers as it has numeric slots
-  (and the named option of each choice slot), which it takes in order; no other quantity;
+  (and the named option of each choice slot), which it takes in order; no other quantity, and
+  no value that becomes a share of something ("1 mile" → "1/3 of the total distance");
 - a slot repeated in the template must read the same value everywhere;
 - enough of the template's literal words must survive in order (``min_anchor_ratio``).
 
@@ -146,6 +147,8 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *, m
         read = _read_stretch(slots, by_name, text, q_words)
         if read is None:
             return None
+        if "of" not in words and any(re.search(rf"{re.escape(span)}\s+of\b", text) for span in read.values()):
+            return None  # "2 miles" → "1/3 of the total distance": a share of another quantity, not the value
         if i2 > target_start:
             taken = {t for span in read.values() for t, _, _ in _tokens(span)}
             in_target.append(([_norm(w) for w in words], [_norm(w) for w in q_words if w not in taken]))

@@ -134,3 +134,15 @@ def test_the_final_question_may_use_a_template_word_the_question_renamed_through
                          "video games or play music. How many like to bake if the number that like to play music "
                          "is twice the number that bake?")
     assert aligned_values(template, params, reversed_question) is None
+
+
+def test_a_value_that_becomes_a_share_of_another_quantity_declines():
+    template = ("Grandma walks 3 miles every day on her trail, which includes {beach} miles of walking on the beach "
+                "and {sidewalk} mile of walking on the sidewalk. If {minutes} minutes are spent on the beach, how "
+                "long does the walk take?")
+    params = tuple(Param(name=n, description=n, type=float, original=o, minimum=0)
+                   for n, o in (("beach", 2.0), ("sidewalk", 1.0), ("minutes", 40.0)))
+    same = template.format(beach=2, sidewalk=1, minutes=30)
+    assert aligned_values(template, params, same) == {"beach": "2", "sidewalk": "1", "minutes": "30"}
+    share = same.replace("1 mile of walking", "1/3 of the total distance of walking")
+    assert aligned_values(template, params, share) is None
