@@ -13,6 +13,7 @@ import string
 from fractions import Fraction
 
 from edge_runtime.metadata import Param
+from edge_runtime.values import SHARE_OF_POWER
 
 _NUMBER_WORDS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -33,8 +34,11 @@ _WORDS = re.compile(r"[a-z%$€£]+", re.IGNORECASE)
 
 
 def number_spans(question: str) -> list[str]:
-    """Number-like spans in reading order: digits, fractions, separators, number words."""
-    return [m.group(0) for m in _SPAN.finditer(question)]
+    """Number-like spans in reading order: digits, fractions, separators, number words; a share of a power of
+    ten ("3/4 of one hundred") is one span."""
+    shares = [(m.start(), m.end()) for m in SHARE_OF_POWER.finditer(question)]
+    spans = [(m.start(), m.end()) for m in _SPAN.finditer(question) if not any(a <= m.start() < b for a, b in shares)]
+    return [question[a:b] for a, b in sorted(spans + shares)]
 
 
 def _context(text: str, start: int, end: int) -> tuple[list[str], list[str]]:

@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 from edge_runtime.errors import ConversionError
 from edge_runtime.metadata import EntryPoint
-from edge_runtime.values import parse_quantity
+from edge_runtime.values import SHARE_OF_POWER, parse_quantity, share_of_power
 
 # ---- numbers in text ---------------------------------------------------------------------------
 
@@ -110,7 +110,11 @@ def scan(text: str) -> list[Mention]:
             re.match(r"\s*(?:dollars?|cents?|bucks|euros?|pounds?)\b", text[match.end():], re.IGNORECASE))
         weak = raw.lower() in ("one", "zero")
         found.append(Mention(match.start(), match.end(), raw, values, weak, percent, money))
-    return found
+    for match in SHARE_OF_POWER.finditer(text):  # "3/4 of one hundred" is one number, 75: it replaces its parts
+        inside = [m for m in found if match.start() <= m.start and m.end <= match.end()]
+        found = [m for m in found if m not in inside]
+        found.append(Mention(match.start(), match.end(), match.group(0), (float(share_of_power(match)),)))
+    return sorted(found, key=lambda m: m.start)
 
 
 def _same(a: float, b: float) -> bool:

@@ -43,6 +43,20 @@ _TOKEN = re.compile(
     r"|(?P<word>[a-zA-Z]+)\b)"
 )
 _PERCENT = re.compile(r"%|percent|per\s*cent|pct", re.IGNORECASE)
+#: A number written as a share of a power of ten: "3/4 of one hundred" (75), "2.8 times of ten" (28), "0.01 times
+#: of a million" (10 000). Only powers of ten in words, so "3/4 of 40 students" stays two numbers.
+SHARE_OF_POWER = re.compile(
+    r"(?<![\w.])(?P<share>\d+\s*/\s*\d+|\d*\.\d+|\d+)\s+(?:times\s+)?of\s+"
+    r"(?P<power>ten|(?:one|a)\s+(?:hundred|thousand|million)|hundred|thousand|million)\b",
+    re.IGNORECASE,
+)
+_POWERS = {"ten": 10, "hundred": 100, "thousand": 1000, "million": 10**6}
+
+
+def share_of_power(match: re.Match[str]) -> Fraction:
+    """The value of a SHARE_OF_POWER match, exact."""
+    share = match["share"].replace(" ", "")
+    return Fraction(share) * _POWERS[match["power"].lower().split()[-1]]
 
 
 @dataclass(frozen=True)
@@ -61,6 +75,10 @@ def parse_quantity(text: str) -> Quantity:
     body = re.sub(r"[\u00a0\u2009\u202f]", " ", text).replace("\u2212", "-").strip().rstrip(".,").strip()
     if not body:
         raise ConversionError(f"{text!r} is empty, not a number")
+    share = SHARE_OF_POWER.fullmatch(body)
+    if share:
+        value = share_of_power(share)
+        return Quantity(int(value) if value.denominator == 1 else value, None, text)
     prefix = _PREFIX.match(body)
     if prefix["s1"] and prefix["s2"]:
         raise ConversionError(f"{text!r} has two signs")

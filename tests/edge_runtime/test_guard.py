@@ -298,3 +298,12 @@ def test_a_final_question_that_states_its_givens_is_not_a_reversal():
     assert check(savings, question, values, "lm-draft") is None
     reversed_question = "If you deposit $2000 and have $2433.97 after 5 years, compounded quarterly, what was the yearly rate?"
     assert check(savings, reversed_question, {**values, "rate": 2433.97}, "lm-draft") is not None
+
+
+def test_a_share_of_a_power_of_ten_is_one_stated_number():
+    question = ("Janet's ducks lay 3/4 of one hundred eggs per day. She eats 2 for breakfast every morning and bakes "
+                "muffins for her friends every day with 5. She sells the remainder at the farmers' market daily for $3 "
+                "per fresh duck egg. How much in dollars does she make every day at the farmers' market?")
+    assert [m.text for m in scan(question)][:1] == ["3/4 of one hundred"]
+    assert check(DUCKS, question, {**DUCK_VALUES, "eggs": 75}) is None
+    assert check(DUCKS, question, {**DUCK_VALUES, "eggs": 100}) is not None  # 100 is not what it states

@@ -56,6 +56,9 @@ CASES = [
     # negative words, surrounding noise
     ("minus five", -5, None), ("negative 3", -3, None), ("Minus forty-two", -42, None),
     ("  42  ", 42, None), ("42.", 42, None), ("42,", 42, None), ("2.5 kg.", F(5, 2), "kg"),
+    # a share of a power of ten, as GSM-Plus writes integers
+    ("3/4 of one hundred", 75, None), ("2.8 times of ten", 28, None), ("0.01 times of a million", 10000, None),
+    ("1.62 times of one hundred", 162, None), ("1/3 of ten", F(10, 3), None),
 ]
 
 
@@ -72,7 +75,7 @@ ERRORS = [
     "forty forty", "third", "a", "half a", "kg", "$", "-", "one thousand thousand", "2 hours and a half",
     "$5 USD", "--5", "minus -5", "5:30", "1 3/2", "about 5", "hundreds", "two hundreds", "one pair",
     "twenty-fourth", "twenty first", "21st", "3 quarters", "two third", "2 and 0.5", "zero point five", "1e5",
-    "5 kg or more", "2.5 thousand one dozen", "3 a", "5 and more",
+    "5 kg or more", "2.5 thousand one dozen", "3 a", "5 and more", "3/4 of 40", "half of ten",
 ]
 
 
