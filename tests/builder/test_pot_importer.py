@@ -684,3 +684,15 @@ def test_a_one_is_never_a_free_slot(importer):
     """, 4500)
     entry, _ = load_entry(accepted(importer, t).source, "gsm8k-0007")
     assert "For one of the implants" in entry.template  # "for two of them" would double the crowns
+
+
+def test_minutes_a_program_wrote_as_hours_follow_the_minutes(importer):
+    q = "Frankie watches a 30-minute show 3 times. How many hours does he watch?"
+    t = transcript(q, """
+        shows = 3
+        hours = 0.5 * shows
+        return hours
+    """, 1.5)
+    entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    assert "a {" in entry.template and "}-minute show" in entry.template  # 0.5 hours = 30 / 60
+    assert answer(entry, compiled, q.replace("30-minute", "45-minute")) == 2.25
