@@ -363,6 +363,10 @@ class ReasoningGuard:
                     missing.append(constant.text)
             else:
                 used.add(index)
+        # a span of time the template states with an article ("after an hour", "in a week") is a constant
+        # too: a question that no longer names that unit has dropped it
+        missing += [m.group(0) for m in _ARTICLE_UNIT.finditer(literal)
+                    if not re.search(rf"\b{m['unit']}s?\b", question, re.IGNORECASE)]
         checks["missing_constants"] = missing
         if cfg.check_constants and missing:
             return Verdict(f"the entry's reasoning uses {missing[0]!r}, which the question does not state", checks)
@@ -437,6 +441,8 @@ class ReasoningGuard:
 
 
 _SLOT = re.compile(r"\{[A-Za-z_]\w*\}")
+_ARTICLE_UNIT = re.compile(r"\b(?:after|in|for|within|over)\s+(?:an?|one)\s+(?P<unit>second|minute|hour|day|week|month|year)\b",
+                           re.IGNORECASE)
 Context = tuple[set[str], set[str]]
 
 

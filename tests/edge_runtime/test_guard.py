@@ -307,3 +307,19 @@ def test_a_share_of_a_power_of_ten_is_one_stated_number():
     assert [m.text for m in scan(question)][:1] == ["3/4 of one hundred"]
     assert check(DUCKS, question, {**DUCK_VALUES, "eggs": 75}) is None
     assert check(DUCKS, question, {**DUCK_VALUES, "eggs": 100}) is not None  # 100 is not what it states
+
+
+def test_a_dropped_amount_of_time_the_template_states_with_an_article_is_refused():
+    entry = EntryPoint(
+        id="oranges", description="oranges peeled",
+        template=("Ana spends {ana} minutes peeling an orange and Jane spends {jane} minutes. How many more oranges "
+                  "will Ana have peeled than Jane after an hour?"),
+        params=(Param("ana", "Ana's minutes per orange", int, 3, minimum=1),
+                Param("jane", "Jane's minutes per orange", int, 4, minimum=1)),
+        root="r",
+    )
+    same = ("Ana takes 3 minutes to peel an orange and Jane takes 4 minutes. After an hour, how many more oranges "
+            "has Ana peeled than Jane?")
+    assert check(entry, same, {"ana": 3, "jane": 4}) is None
+    dropped = "Ana takes 3 minutes to peel an orange and Jane takes 4 minutes. How many more oranges has Ana peeled than Jane?"
+    assert "an hour" in check(entry, dropped, {"ana": 3, "jane": 4})
