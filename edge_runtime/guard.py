@@ -111,9 +111,12 @@ def scan(text: str) -> list[Mention]:
         weak = raw.lower() in ("one", "zero")
         found.append(Mention(match.start(), match.end(), raw, values, weak, percent, money))
     for match in SHARE_OF_POWER.finditer(text):  # "3/4 of one hundred" is one number, 75: it replaces its parts
-        inside = [m for m in found if match.start() <= m.start and m.end <= match.end()]
-        found = [m for m in found if m not in inside]
-        found.append(Mention(match.start(), match.end(), match.group(0), (float(share_of_power(match)),)))
+        try:
+            value = float(share_of_power(match))
+        except ConversionError:
+            continue
+        found = [m for m in found if not (match.start() <= m.start and m.end <= match.end())]
+        found.append(Mention(match.start(), match.end(), match.group(0), (value,)))
     return sorted(found, key=lambda m: m.start)
 
 

@@ -54,9 +54,12 @@ _POWERS = {"ten": 10, "hundred": 100, "thousand": 1000, "million": 10**6}
 
 
 def share_of_power(match: re.Match[str]) -> Fraction:
-    """The value of a SHARE_OF_POWER match, exact."""
+    """The value of a SHARE_OF_POWER match, exact; ConversionError for a zero denominator ("1/0 of ten")."""
     share = match["share"].replace(" ", "")
-    return Fraction(share) * _POWERS[match["power"].lower().split()[-1]]
+    try:
+        return Fraction(share) * _POWERS[match["power"].lower().split()[-1]]
+    except ZeroDivisionError as exc:
+        raise ConversionError(f"{match.group(0)!r} divides by zero") from exc
 
 
 @dataclass(frozen=True)

@@ -307,6 +307,7 @@ def test_a_share_of_a_power_of_ten_is_one_stated_number():
     assert [m.text for m in scan(question)][:1] == ["3/4 of one hundred"]
     assert check(DUCKS, question, {**DUCK_VALUES, "eggs": 75}) is None
     assert check(DUCKS, question, {**DUCK_VALUES, "eggs": 100}) is not None  # 100 is not what it states
+    assert [m.text for m in scan("1/0 of ten ducks")] == ["ten"]  # no number at all, and no crash
 
 
 def test_a_dropped_amount_of_time_the_template_states_with_an_article_is_refused():

@@ -75,7 +75,7 @@ ERRORS = [
     "forty forty", "third", "a", "half a", "kg", "$", "-", "one thousand thousand", "2 hours and a half",
     "$5 USD", "--5", "minus -5", "5:30", "1 3/2", "about 5", "hundreds", "two hundreds", "one pair",
     "twenty-fourth", "twenty first", "21st", "3 quarters", "two third", "2 and 0.5", "zero point five", "1e5",
-    "5 kg or more", "2.5 thousand one dozen", "3 a", "5 and more", "3/4 of 40", "half of ten",
+    "5 kg or more", "2.5 thousand one dozen", "3 a", "5 and more", "3/4 of 40", "half of ten", "1/0 of ten",
 ]
 
 
