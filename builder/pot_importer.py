@@ -56,6 +56,7 @@ import itertools
 import json
 import keyword
 import math
+import operator
 import os
 import random
 import re
@@ -581,9 +582,11 @@ def _similarity(literal: Literal, question: str, mention: Mention) -> float:
 def literal_form(value: Any, form: str) -> Any:
     """The program literal for a parameter value: the same arithmetic as the generated entry."""
     if ":" in form:  # a unit conversion the program precomputed (see _UNIT_LIFTS)
-        kind, factor = form.split(":")
-        return {"times": value * _number(factor), "per": _number(factor) / value if value else math.inf,
-                "div": value / _number(factor)}[kind]
+        operation, _, factor, factor_first = _conversion(form)
+        try:
+            return operation(factor, value) if factor_first else operation(value, factor)
+        except ZeroDivisionError:
+            return math.inf
     if form == "percent":
         return value / 100
     if form == "complement":
@@ -643,14 +646,19 @@ _UNIT_LIFTS: tuple[tuple[str, str, int], ...] = (
     ("minute", "hour", 60), ("second", "minute", 60), ("inch", "foot", 12), ("ounce", "pound", 16),
     ("cent", "dollar", 100),
 )
-_UNIT_WORDS = {"days": "day", "weeks": "week", "months": "month", "years": "year", "hours": "hour",
-               "minutes": "minute", "seconds": "second", "inches": "inch", "feet": "foot", "ounces": "ounce",
-               "pounds": "pound", "cents": "cent", "dollars": "dollar", "hrs": "hour", "mins": "minute"}
+#: Plurals _SYNONYMS does not already fold.
+_UNIT_WORDS = {"seconds": "second", "inches": "inch", "feet": "foot", "ounces": "ounce", "pounds": "pound", "hrs": "hour"}
+#: A conversion form "kind:factor": kind -> (operation, its AST operator, whether the factor comes first).
+_CONVERSIONS = {"times": (operator.mul, ast.Mult, False), "per": (operator.truediv, ast.Div, True),
+                "div": (operator.truediv, ast.Div, False)}
 
 
-def _number(text: str) -> int | float:
-    value = float(text)
-    return int(value) if value.is_integer() else value
+def _conversion(form: str) -> tuple[Callable[[Any, Any], Any], type[ast.operator], int | float, bool]:
+    """(operation, AST operator, factor, factor first) of a conversion form: "per:12" is 12 / value."""
+    kind, text = form.split(":")
+    number = float(text)
+    operation, ast_operator, factor_first = _CONVERSIONS[kind]
+    return operation, ast_operator, int(number) if number.is_integer() else number, factor_first
 
 
 def _unit_word(word: str) -> str:
@@ -774,12 +782,13 @@ def plan_parameters(
         assigned[lit.id] = (mention, form)
     # a constant the program precomputed from a stated duration or measure becomes that number, converted
     for lit in pool:
-        if lit.id in assigned or float(restored.get(lit.id, lit.value)) == 0:
+        constant = float(restored.get(lit.id, lit.value))
+        if lit.id in assigned or constant == 0:
             continue
         for mention in mentions:
             if mention.index in taken:
                 continue
-            lifted = _lifted_form(float(restored.get(lit.id, lit.value)), mention, question, lit)
+            lifted = _lifted_form(constant, mention, question, lit)
             if lifted is not None:
                 assigned[lit.id] = (mention, lifted)
                 taken.add(mention.index)
@@ -991,10 +1000,11 @@ def _name_params(params: list[ParamPlan], program: PalProgram, question: str, us
         lit = program.literal(p.literal)
         candidate = None
         plain = all(form == "value" for _, form in p.literals)
+        converted = any(":" in form for _, form in p.literals)
         if lit.direct and lit.top_level and not lit.in_loop and bound_before.get(lit.direct) == id(lit.node):
             # `eggs_per_day = 16`: the variable itself becomes the parameter; `discount = 0.2` for
             # "20%": the parameter is the percentage and the statement computes the variable from it
-            candidate = lit.direct if plain else None if any(":" in form for _, form in p.literals) else f"{lit.direct}_percent"
+            candidate = lit.direct if plain else None if converted else f"{lit.direct}_percent"
         if candidate is None or candidate in names or (candidate != lit.direct and candidate in used):
             words = [w for w in words_after(question, p.mention, 4) if w.isalpha()]
             while words and words[0] in _STOP:
@@ -1004,7 +1014,7 @@ def _name_params(params: list[ParamPlan], program: PalProgram, question: str, us
                 base = "price_" + base if base else "price"
             if p.mention.percent:
                 base = "percent_" + base if base else "percent"
-            if lit.direct and not any(":" in form for _, form in p.literals):
+            if lit.direct and not converted:
                 base = f"{lit.direct}_given"
             elif not base:
                 base = f"{lit.target or 'value'}_given"
@@ -1145,10 +1155,10 @@ class _BodyWriter:
                 if form == "value":
                     return ast.copy_location(name, node)
                 if ":" in form:
-                    kind, factor = form.split(":")
-                    constant = ast.Constant(_number(factor))
-                    converted = {"times": ast.BinOp(name, ast.Mult(), constant), "per": ast.BinOp(constant, ast.Div(), name),
-                                 "div": ast.BinOp(name, ast.Div(), constant)}[kind]
+                    _, ast_operator, factor, factor_first = _conversion(form)
+                    constant = ast.Constant(factor)
+                    converted = (ast.BinOp(constant, ast_operator(), name) if factor_first
+                                 else ast.BinOp(name, ast_operator(), constant))
                     return ast.copy_location(converted, node)
                 share = ast.BinOp(name, ast.Div(), ast.Constant(100))
                 if form == "complement":
