@@ -19,7 +19,15 @@ match and stretches that differ. The path reads values only where that is unambi
   (and the named option of each choice slot), which it takes in order; no other quantity, and
   no value that becomes a share of something ("1 mile" → "1/3 of the total distance");
 - a slot repeated in the template must read the same value everywhere;
+- no two template words may become the same word of the question ("15 for a hat" where the
+  template's hat keeps its name elsewhere gives "hat" two roles);
 - enough of the template's literal words must survive in order (``min_anchor_ratio``).
+
+Renames that reuse each other's words ("hat, scarf, sweater" → "beanie, hat, tunic") pull a word
+alignment off course. When it declines, the question is aligned once more by shape, every name
+(a run of naming words: "socks", "leg warmers") standing for any other, so each name meets the
+name in its place; there each template name must become one name throughout, and the rules above
+apply unchanged.
 
 If anything is off, this path declines (None) and the model path decides.
 """
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections import Counter
 from difflib import SequenceMatcher
 from fractions import Fraction
 
@@ -103,11 +112,31 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *, m
         return None
     t_norm = [t if t.startswith(_SLOT) else _norm(t) for t in t_tokens]
     q_norm = [_norm(t) for t, _, _ in q_tokens]
-    matcher = SequenceMatcher(None, t_norm, q_norm, autojunk=False)
-    opcodes = matcher.get_opcodes()
+    if sum((Counter(t for t in t_norm if not t.startswith(_SLOT)) & Counter(q_norm)).values()) < min_anchor_ratio * len(literal):
+        return None  # too few of the template's words are in the question at all (the cheap test first)
+    by_word = SequenceMatcher(None, t_norm, q_norm, autojunk=False).get_opcodes()
+    if sum(i2 - i1 for op, i1, i2, _, _ in by_word if op == "equal") < min_anchor_ratio * len(literal):
+        return None  # a word alignment keeps the most words in order; a shape alignment would keep fewer
+    if _renames_one_to_one(t_norm, q_norm, by_word, by_shape=False):
+        values = _read_alignment(t_tokens, q_tokens, question, by_word, params, min_anchor_ratio)
+        if values is not None:
+            return values
+    shape_ops = _shape_opcodes(t_norm, q_norm)
+    if shape_ops == by_word or not _renames_one_to_one(t_norm, q_norm, shape_ops, by_shape=True):
+        return None
+    return _read_alignment(t_tokens, q_tokens, question, shape_ops, params, min_anchor_ratio)
+
+
+def _read_alignment(t_tokens: list[str], q_tokens: list[tuple[str, int, int]], question: str,
+                    opcodes: list[tuple[str, int, int, int, int]], params: tuple[Param, ...],
+                    min_anchor_ratio: float) -> dict[str, str] | None:
+    """The slot values an alignment (difflib opcodes of template tokens against question tokens) reads, if
+    every differing stretch obeys the rules in the module docstring."""
+    literal = [t for t in t_tokens if not t.startswith(_SLOT)]
     matched = sum(i2 - i1 for op, i1, i2, _, _ in opcodes if op == "equal")
     if matched < min_anchor_ratio * len(literal):
         return None  # too little of the template survives: a different question, or a paraphrase
+    t_norm = [t if t.startswith(_SLOT) else _norm(t) for t in t_tokens]
     by_name = {p.name: p for p in params}
     values: dict[str, str] = {}
     renamed: set[tuple[str, str]] = set()  # (template word, the question's word in its place), before the target
@@ -167,6 +196,80 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *, m
     if set(values) != set(by_name):
         return None
     return {p.name: values[p.name] for p in params}
+
+
+def _is_name_word(norm: str) -> bool:
+    """A word that names a person, an object or an activity: what a reworded question renames."""
+    return norm.isalpha() and norm not in _COMMON and not _is_quantity(norm) and norm not in _ADDING_WORDS
+
+
+def _shape_opcodes(t_norm: list[str], q_norm: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """Align by shape, each run of naming words standing for any other, when aligning by words failed.
+
+    Renames that reuse each other's words ("hat, scarf, sweater" → "beanie, hat, tunic"; "pens ...
+    notebooks" → "notebooks ... markers") pull a word alignment off course: "hat" meets "hat" in
+    another role. Aligned by shape, each name ("socks", "leg warmers") meets the name in its place,
+    and each rename is a stretch of its own that the usual rules (and ``_renames_one_to_one``) check."""
+    t_units, q_units = _name_units(t_norm), _name_units(q_norm)
+    out: list[tuple[str, int, int, int, int]] = []
+
+    def emit(op: str, i1: int, i2: int, j1: int, j2: int) -> None:
+        if op == "equal" and out and out[-1][0] == "equal" and out[-1][2] == i1:
+            _, a1, _, b1, _ = out.pop()
+            i1, j1 = a1, b1
+        out.append((op, i1, i2, j1, j2))
+
+    def start(units: list[tuple[str, int, int]], k: int, n: int) -> int:
+        return units[k][1] if k < len(units) else n
+
+    shapes = SequenceMatcher(None, [u[0] for u in t_units], [u[0] for u in q_units], autojunk=False)
+    for op, i1, i2, j1, j2 in shapes.get_opcodes():
+        if op != "equal":
+            emit(op, start(t_units, i1, len(t_norm)), start(t_units, i2, len(t_norm)),
+                 start(q_units, j1, len(q_norm)), start(q_units, j2, len(q_norm)))
+            continue
+        for (_, a1, a2), (_, b1, b2) in zip(t_units[i1:i2], q_units[j1:j2]):
+            emit("equal" if t_norm[a1:a2] == q_norm[b1:b2] else "replace", a1, a2, b1, b2)
+    return out
+
+
+def _name_units(norm: list[str]) -> list[tuple[str, int, int]]:
+    """(shape, start, end) per token, a run of naming words taken as one unit of shape "\\x01"."""
+    units: list[tuple[str, int, int]] = []
+    for k, word in enumerate(norm):
+        if _is_name_word(word) and units and units[-1][0] == "\x01" and units[-1][2] == k:
+            units[-1] = ("\x01", units[-1][1], k + 1)
+        else:
+            units.append(("\x01" if _is_name_word(word) else word, k, k + 1))
+    return units
+
+
+def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tuple[str, int, int, int, int]],
+                        *, by_shape: bool) -> bool:
+    """No two naming words of the template become the same word of the question: "15 for a hat" where
+    the template's hat keeps its name gives "hat" two roles.
+
+    Aligned ``by_shape``, where every name meets the name in its place, each name (a run of naming
+    words) must also become one name throughout: "hat → beanie, scarf → hat" renames roles, but
+    "A → B, B → C" with "B" kept in the final question gives B two roles. Aligned by words, only
+    one-word renames count, and a word may be paraphrased two ways ("ate" → "consumed", "had
+    consumed"; "person who attends" → "guest")."""
+    forward: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+    backward: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+    for op, i1, i2, j1, j2 in opcodes:
+        if any(t.startswith(_SLOT) for t in t_norm[i1:i2]):
+            continue
+        if op == "equal":
+            pairs = [((t,), (t,)) for t in t_norm[i1:i2]]
+        elif op == "replace" and (by_shape or i2 - i1 == j2 - j1 == 1):
+            pairs = [(tuple(w for w in t_norm[i1:i2] if _is_name_word(w)), tuple(w for w in q_norm[j1:j2] if _is_name_word(w)))]
+        else:
+            continue
+        for t, q in pairs:
+            if t and q and all(_is_name_word(w) for w in t + q):
+                forward.setdefault(t, set()).add(q)
+                backward.setdefault(q, set()).add(t)
+    return all(len(v) == 1 for v in backward.values()) and (not by_shape or all(len(v) == 1 for v in forward.values()))
 
 
 def _target_start(t_tokens: list[str]) -> int:

@@ -146,3 +146,43 @@ def test_a_value_that_becomes_a_share_of_another_quantity_declines():
     assert aligned_values(template, params, same) == {"beach": "2", "sidewalk": "1", "minutes": "30"}
     share = same.replace("1 mile of walking", "1/3 of the total distance of walking")
     assert aligned_values(template, params, share) is None
+
+
+KNITTING = ("Martha is knitting for her {kids} grandchildren. She wants to make a hat, scarf, and socks for each of "
+            "them. It takes {hat} skeins of wool to make a hat, {scarf} for a scarf, and {socks} for a pair of "
+            "socks. How many skeins of wool will she need to buy?")
+KNITTING_PARAMS = tuple(Param(name=n, description=n, type=int, original=o, minimum=0)
+                        for n, o in (("kids", 3), ("hat", 2), ("scarf", 3), ("socks", 4)))
+
+
+def test_renames_that_reuse_each_others_words_keep_each_value_in_its_role():
+    # hat → beanie, scarf → hat: "hat" now names the second item, and its value is the second one
+    question = ("Maya is knitting for her 2 grandchildren. She wants to make a beanie, hat, and leg warmers for each "
+                "of them. It takes 4 skeins of wool to make a beanie, 15 for a hat, and 7 for a pair of leg warmers. "
+                "How many skeins of wool will she need to buy?")
+    assert aligned_values(KNITTING, KNITTING_PARAMS, question) == {"kids": "2", "hat": "4", "scarf": "15", "socks": "7"}
+
+
+def test_a_name_given_two_roles_declines():
+    # scarf → hat in the list, but "hat" kept for the first item later: one word, two roles
+    question = ("Maya is knitting for her 2 grandchildren. She wants to make a beanie, hat, and socks for each "
+                "of them. It takes 4 skeins of wool to make a hat, 15 for a hat, and 7 for a pair of socks. "
+                "How many skeins of wool will she need to buy?")
+    assert aligned_values(KNITTING, KNITTING_PARAMS, question) is None
+
+
+def test_items_trading_places_under_renames_is_still_a_swap():
+    question = ("Maya is knitting for her 2 grandchildren. She wants to make a beanie, socks, and scarf for each of "
+                "them. It takes 4 skeins of wool to make a beanie, 15 for a pair of socks, and 7 for a scarf. "
+                "How many skeins of wool will she need to buy?")
+    assert aligned_values(KNITTING, KNITTING_PARAMS, question) is None
+
+
+def test_a_chain_of_renames_must_reach_the_final_question():
+    template = "Raphael bought {pens} pens which cost ${pen_cost} each and {books} notebooks which cost ${book_cost} each. How much did he spend on notebooks?"
+    params = tuple(Param(name=n, description=n, type=float, original=o, minimum=0)
+                   for n, o in (("pens", 4.0), ("pen_cost", 1.5), ("books", 2.0), ("book_cost", 4.0)))
+    chained = "Eric bought 16 notebooks which cost $2.25 each and 8 markers which cost $18.5 each. How much did he spend on markers?"
+    assert aligned_values(template, params, chained) == {"pens": "16", "pen_cost": "2.25", "books": "8", "book_cost": "18.5"}
+    # the question still asks about notebooks, which it gave the pens' role: another question
+    assert aligned_values(template, params, chained.replace("on markers", "on notebooks")) is None
