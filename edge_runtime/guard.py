@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 from edge_runtime.errors import ConversionError
 from edge_runtime.metadata import EntryPoint
-from edge_runtime.values import SHARE_OF_POWER, parse_quantity, share_of_power
+from edge_runtime.values import SHARE_OF_POWER, TIME_UNITS, parse_quantity, share_of_power
 
 # ---- numbers in text ---------------------------------------------------------------------------
 
@@ -444,7 +444,7 @@ class ReasoningGuard:
 
 
 _SLOT = re.compile(r"\{[A-Za-z_]\w*\}")
-_ARTICLE_UNIT = re.compile(r"\b(?:after|in|for|within|over)\s+(?:an?|one)\s+(?P<unit>second|minute|hour|day|week|month|year)\b",
+_ARTICLE_UNIT = re.compile(rf"\b(?:after|in|for|within|over)\s+(?:an?|one)\s+(?P<unit>{'|'.join(TIME_UNITS)})\b",
                            re.IGNORECASE)
 Context = tuple[set[str], set[str]]
 

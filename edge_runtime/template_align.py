@@ -42,6 +42,7 @@ from fractions import Fraction
 
 from edge_runtime.draft import number_spans
 from edge_runtime.metadata import Param
+from edge_runtime.values import TIME_UNITS
 
 _TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
 _UNITS_WORDS = "one|two|three|four|five|six|seven|eight|nine"
@@ -58,8 +59,7 @@ _QUANTITY_WORDS = set(
 )
 #: Words that add an operation without a number ("she bought another set of pots").
 _ADDING_WORDS = {"another", "again", "extra", "additional"}
-#: Units that state an amount with an article alone ("after an hour", "a week later").
-_UNITS = set("second minute hour day week month year".split())
+_UNITS = set(TIME_UNITS)
 _CURRENCY = {"$", "€", "£", "¥", "₹"}
 #: Words too common to mark a swap of roles when they move.
 _COMMON = set("""a an the of for to and or but in on at by with from into as is are was were be been has have had
@@ -115,8 +115,6 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *, m
     if sum((Counter(t for t in t_norm if not t.startswith(_SLOT)) & Counter(q_norm)).values()) < min_anchor_ratio * len(literal):
         return None  # too few of the template's words are in the question at all (the cheap test first)
     by_word = SequenceMatcher(None, t_norm, q_norm, autojunk=False).get_opcodes()
-    if sum(i2 - i1 for op, i1, i2, _, _ in by_word if op == "equal") < min_anchor_ratio * len(literal):
-        return None  # a word alignment keeps the most words in order; a shape alignment would keep fewer
     if _renames_one_to_one(t_norm, q_norm, by_word, by_shape=False):
         values = _read_alignment(t_tokens, q_tokens, question, by_word, params, min_anchor_ratio)
         if values is not None:
@@ -124,14 +122,16 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *, m
     shape_ops = _shape_opcodes(t_norm, q_norm)
     if shape_ops == by_word or not _renames_one_to_one(t_norm, q_norm, shape_ops, by_shape=True):
         return None
-    return _read_alignment(t_tokens, q_tokens, question, shape_ops, params, min_anchor_ratio)
+    return _read_alignment(t_tokens, q_tokens, question, shape_ops, params, min_anchor_ratio, names_one_to_one=True)
 
 
 def _read_alignment(t_tokens: list[str], q_tokens: list[tuple[str, int, int]], question: str,
                     opcodes: list[tuple[str, int, int, int, int]], params: tuple[Param, ...],
-                    min_anchor_ratio: float) -> dict[str, str] | None:
+                    min_anchor_ratio: float, *, names_one_to_one: bool = False) -> dict[str, str] | None:
     """The slot values an alignment (difflib opcodes of template tokens against question tokens) reads, if
-    every differing stretch obeys the rules in the module docstring."""
+    every differing stretch obeys the rules in the module docstring. ``names_one_to_one``: the alignment
+    renames each name one way throughout, so two names trading places is a consistent swap of roles
+    (the final question follows it), not a swap of values."""
     literal = [t for t in t_tokens if not t.startswith(_SLOT)]
     matched = sum(i2 - i1 for op, i1, i2, _, _ in opcodes if op == "equal")
     if matched < min_anchor_ratio * len(literal):
@@ -184,9 +184,11 @@ def _read_alignment(t_tokens: list[str], q_tokens: list[tuple[str, int, int]], q
         for name, span in read.items():
             if values.setdefault(name, span) != span:
                 return None  # a repeated slot reads two different values
-    if any((b, a) in swapped for a, b in swapped):
+    if not names_one_to_one and any((b, a) in swapped for a, b in swapped):
         return None  # two template words traded places: the values' roles swapped
-    elsewhere = {w for w in t_norm[:target_start] if w.isalpha() and w not in _COMMON}
+    # One-to-one names already keep the final question on the template's roles: a template name it
+    # uses in another place is renamed away everywhere else.
+    elsewhere = set() if names_one_to_one else {w for w in t_norm[:target_start] if w.isalpha() and w not in _COMMON}
     for t_words, q_words in in_target:
         if any(w in elsewhere and w not in t_words and not _renamed_consistently(w, phrases_before, phrases_target)
                for w in q_words):
@@ -261,7 +263,9 @@ def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tupl
             continue
         if op == "equal":
             pairs = [((t,), (t,)) for t in t_norm[i1:i2]]
-        elif op == "replace" and (by_shape or i2 - i1 == j2 - j1 == 1):
+        elif op == "replace" and i2 - i1 == j2 - j1:  # word for word ("dollar pencils" → "dollar pens")
+            pairs = [((t,), (q,)) for t, q in zip(t_norm[i1:i2], q_norm[j1:j2])]
+        elif op == "replace" and by_shape:  # name for name ("socks" → "leg warmers")
             pairs = [(tuple(w for w in t_norm[i1:i2] if _is_name_word(w)), tuple(w for w in q_norm[j1:j2] if _is_name_word(w)))]
         else:
             continue

@@ -22,6 +22,8 @@ _BIG = {w: v for w, v in _SCALES.items() if w != "hundred"}
 _ORDINALS = {"half": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
              "eighth": 8, "ninth": 9, "tenth": 10}
 _DENOMINATORS = {**_ORDINALS, **{w + "s": d for w, d in _ORDINALS.items() if w != "half"}, "halves": 2}
+#: Units of time, which a question may state with an article alone ("after an hour", "a week later").
+TIME_UNITS = ("second", "minute", "hour", "day", "week", "month", "year")
 _ALONE = {"once": 1, "twice": 2, "thrice": 3, "double": 2, "triple": 3}
 _HALF_OF = {"dozen": 12, **_SCALES}  # "half a dozen", "half a million"
 _AFTER_ARTICLE = {"dozen", *_SCALES, *_DENOMINATORS}  # "a" means one only before these

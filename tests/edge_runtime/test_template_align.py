@@ -171,11 +171,15 @@ def test_a_name_given_two_roles_declines():
     assert aligned_values(KNITTING, KNITTING_PARAMS, question) is None
 
 
-def test_items_trading_places_under_renames_is_still_a_swap():
-    question = ("Maya is knitting for her 2 grandchildren. She wants to make a beanie, socks, and scarf for each of "
-                "them. It takes 4 skeins of wool to make a beanie, 15 for a pair of socks, and 7 for a scarf. "
-                "How many skeins of wool will she need to buy?")
-    assert aligned_values(KNITTING, KNITTING_PARAMS, question) is None
+def test_names_trading_places_throughout_is_a_consistent_swap_of_roles():
+    template = "Raphael bought {pens} pens which cost ${pen_cost} each and {books} notebooks which cost ${book_cost} each. How much did he spend on notebooks?"
+    params = tuple(Param(name=n, description=n, type=float, original=o, minimum=0)
+                   for n, o in (("pens", 4.0), ("pen_cost", 1.5), ("books", 2.0), ("book_cost", 4.0)))
+    swapped = "Eric bought 16 notebooks which cost $2.25 each and 8 pens which cost $18.5 each. How much did he spend on pens?"
+    # the final question follows the swap: it asks for the second item's spending, as the template does
+    assert aligned_values(template, params, swapped) == {"pens": "16", "pen_cost": "2.25", "books": "8", "book_cost": "18.5"}
+    # the final question does not follow it: it asks for the first item's spending now
+    assert aligned_values(template, params, swapped.replace("on pens", "on notebooks")) is None
 
 
 def test_a_chain_of_renames_must_reach_the_final_question():
@@ -186,3 +190,18 @@ def test_a_chain_of_renames_must_reach_the_final_question():
     assert aligned_values(template, params, chained) == {"pens": "16", "pen_cost": "2.25", "books": "8", "book_cost": "18.5"}
     # the question still asks about notebooks, which it gave the pens' role: another question
     assert aligned_values(template, params, chained.replace("on markers", "on notebooks")) is None
+
+
+def test_days_shifted_by_one_keep_their_order():
+    # Saturday → Friday, Sunday → Saturday: a word alignment pairs the two Saturdays and loses the rest
+    template = ("Sunny is selling gingerbread and apple pie. On Saturday, he sold {sat} boxes of gingerbread and {fewer} "
+                "fewer boxes of apple pie than on Sunday. On Sunday, he sold {more} more boxes of gingerbread than on "
+                "Saturday and {sun_pie} boxes of apple pie. How many boxes did Sunny sell?")
+    params = tuple(Param(name=n, description=n, type=int, original=o, minimum=0)
+                   for n, o in (("sat", 10), ("fewer", 4), ("more", 5), ("sun_pie", 12)))
+    question = ("David is selling cupcakes and kiwi pie. On Friday, he sold 27 boxes of cupcakes and 5 fewer boxes of "
+                "kiwi pie than on Saturday. On Saturday, he sold 14 more boxes of cupcakes than on Friday and 23 "
+                "boxes of kiwi pie. How many boxes did David sell?")
+    assert aligned_values(template, params, question) == {"sat": "27", "fewer": "5", "more": "14", "sun_pie": "23"}
+    # only one of the two days shifted: Saturday now names both days
+    assert aligned_values(template, params, question.replace("than on Friday", "than on Saturday")) is None
