@@ -50,6 +50,7 @@ _UNITS_WORDS = "one|two|three|four|five|six|seven|eight|nine"
 _TOKEN = re.compile(rf"\d+(?:[.,/]\d+)*|(?:{_TENS})-(?:{_UNITS_WORDS})\b|[A-Za-z]+(?:'[a-z]+)?|[^\w\s]", re.IGNORECASE)
 
 _SLOT = "\x00"
+_NAME = "\x01"  # the shape of any run of naming words, in the alignment by shape
 #: Words that state a quantity: one that appears, disappears or changes outside the slots changes the question.
 _QUANTITY_WORDS = set(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -236,13 +237,13 @@ def _shape_opcodes(t_norm: list[str], q_norm: list[str]) -> list[tuple[str, int,
 
 
 def _name_units(norm: list[str]) -> list[tuple[str, int, int]]:
-    """(shape, start, end) per token, a run of naming words taken as one unit of shape "\\x01"."""
+    """(shape, start, end) per token, a run of naming words taken as one unit of shape ``_NAME``."""
     units: list[tuple[str, int, int]] = []
     for k, word in enumerate(norm):
-        if _is_name_word(word) and units and units[-1][0] == "\x01" and units[-1][2] == k:
-            units[-1] = ("\x01", units[-1][1], k + 1)
+        if _is_name_word(word) and units and units[-1][0] == _NAME and units[-1][2] == k:
+            units[-1] = (_NAME, units[-1][1], k + 1)
         else:
-            units.append(("\x01" if _is_name_word(word) else word, k, k + 1))
+            units.append((_NAME if _is_name_word(word) else word, k, k + 1))
     return units
 
 
