@@ -28,10 +28,6 @@ class OnnxTargetLM(TargetLM):
         prefix = self.engine.encode(head) + (self.engine.encode(prompt[:cut]) if cut else [])
         return prefix, self.engine.encode(f"{prompt[cut:]}<|im_end|>\n<|im_start|>assistant\n")
 
-    def _prompt_ids(self, prompt: str) -> list[int]:
-        prefix, rest = self._prompt_parts(prompt)
-        return prefix + rest
-
     def generate(
         self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] = (), charset: str | None = None
     ) -> str:

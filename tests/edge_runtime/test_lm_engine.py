@@ -353,7 +353,8 @@ def test_choose_picks_the_option_with_the_most_likely_whole_answer(engine):
     end = engine.encode("<|im_end|>")[:1]
     for prompt in ("Which unit?", "Convert 12 celsius into what?"):
         options = ["celsius", "fahrenheit", "kelvin", "litres"]
-        ids = lm._prompt_ids(prompt)
+        prefix, rest = lm._prompt_parts(prompt)
+        ids = prefix + rest
         scores = []
         for option in options:
             answer = engine.encode(option) + end
