@@ -285,9 +285,7 @@ class ReasoningGuard:
         # The aligned path has compared the final question word by word already, renames included
         # ("How many kiwis does Joe have?" for "How many bananas does John have?"), which this
         # content-word overlap cannot tell from another target.
-        aligned = path == "aligned"
-        return self.verdict(entry, question, values, check_target=not aligned, check_context=not aligned,
-                            model_path=not aligned)
+        return self._verdict(entry, question, values, model_path=path != "aligned")
 
     # The entry's side, computed once per entry.
     def _template(self, entry: EntryPoint) -> "_TemplateFacts":
@@ -315,8 +313,9 @@ class ReasoningGuard:
                 self._templates[entry.id] = cached
         return cached
 
-    def verdict(self, entry: EntryPoint, question: str, values: dict[str, Any], *, check_target: bool = True,
-                check_context: bool = True, model_path: bool = False) -> Verdict:
+    def _verdict(self, entry: EntryPoint, question: str, values: dict[str, Any], *, model_path: bool) -> Verdict:
+        """``model_path``: the values were read from a reworded question (not aligned to the template word by
+        word), so the final question and each value's neighbourhood are checked too."""
         cfg = self.config
         facts = self._template(entry)
         literal, template_words, template_target = facts.literal, facts.words, facts.target
@@ -348,7 +347,7 @@ class ReasoningGuard:
                            checks)
         # 1b. (a reworded question) each value's neighbouring words share something with its slot's or its
         # description: "Jane spends less minutes ... 5 more oranges" does not give Jane's 5 minutes.
-        if check_context and cfg.check_context:
+        if model_path and cfg.check_context:
             described = {p.name: content_words(p.description) for p in entry.params}
             for name, index in bound.items():
                 slot = facts.slots.get(name, (set(), set()))
@@ -415,7 +414,7 @@ class ReasoningGuard:
         share = len(t_words & q_words) / len(t_words) if t_words else 1.0
         checks["target"] = {"template": template_target, "question": asked, "template_noun": sorted(t_noun),
                             "question_noun": sorted(q_noun), "share": round(share, 3)}
-        if cfg.check_target and check_target:
+        if cfg.check_target and model_path:
             # A reversed question asks for another quantity the entry talks about ("how many *years*" in an
             # entry that asks for inches over years); a renamed one (grams -> ounces) is not refused here.
             if t_noun and q_noun and not t_noun & q_noun and q_noun <= template_words:
