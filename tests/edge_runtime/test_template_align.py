@@ -171,25 +171,25 @@ def test_a_name_given_two_roles_declines():
     assert aligned_values(KNITTING, KNITTING_PARAMS, question) is None
 
 
+SUPPLIES = ("Raphael bought {pens} pens which cost ${pen_cost} each and {books} notebooks which cost ${book_cost} each. "
+            "How much did he spend on notebooks?")
+SUPPLIES_PARAMS = tuple(Param(name=n, description=n, type=float, original=o, minimum=0)
+                        for n, o in (("pens", 4.0), ("pen_cost", 1.5), ("books", 2.0), ("book_cost", 4.0)))
+
+
 def test_names_trading_places_throughout_is_a_consistent_swap_of_roles():
-    template = "Raphael bought {pens} pens which cost ${pen_cost} each and {books} notebooks which cost ${book_cost} each. How much did he spend on notebooks?"
-    params = tuple(Param(name=n, description=n, type=float, original=o, minimum=0)
-                   for n, o in (("pens", 4.0), ("pen_cost", 1.5), ("books", 2.0), ("book_cost", 4.0)))
     swapped = "Eric bought 16 notebooks which cost $2.25 each and 8 pens which cost $18.5 each. How much did he spend on pens?"
     # the final question follows the swap: it asks for the second item's spending, as the template does
-    assert aligned_values(template, params, swapped) == {"pens": "16", "pen_cost": "2.25", "books": "8", "book_cost": "18.5"}
+    assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, swapped) == {"pens": "16", "pen_cost": "2.25", "books": "8", "book_cost": "18.5"}
     # the final question does not follow it: it asks for the first item's spending now
-    assert aligned_values(template, params, swapped.replace("on pens", "on notebooks")) is None
+    assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, swapped.replace("on pens", "on notebooks")) is None
 
 
 def test_a_chain_of_renames_must_reach_the_final_question():
-    template = "Raphael bought {pens} pens which cost ${pen_cost} each and {books} notebooks which cost ${book_cost} each. How much did he spend on notebooks?"
-    params = tuple(Param(name=n, description=n, type=float, original=o, minimum=0)
-                   for n, o in (("pens", 4.0), ("pen_cost", 1.5), ("books", 2.0), ("book_cost", 4.0)))
     chained = "Eric bought 16 notebooks which cost $2.25 each and 8 markers which cost $18.5 each. How much did he spend on markers?"
-    assert aligned_values(template, params, chained) == {"pens": "16", "pen_cost": "2.25", "books": "8", "book_cost": "18.5"}
+    assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, chained) == {"pens": "16", "pen_cost": "2.25", "books": "8", "book_cost": "18.5"}
     # the question still asks about notebooks, which it gave the pens' role: another question
-    assert aligned_values(template, params, chained.replace("on markers", "on notebooks")) is None
+    assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, chained.replace("on markers", "on notebooks")) is None
 
 
 def test_days_shifted_by_one_keep_their_order():
