@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 from edge_runtime.errors import ConversionError
 from edge_runtime.metadata import EntryPoint
-from edge_runtime.values import SHARE_OF_POWER, TIME_UNITS, parse_quantity, share_of_power
+from edge_runtime.values import MONTH_DAYS, SHARE_OF_POWER, TIME_UNITS, parse_quantity, share_of_power
 
 # ---- numbers in text ---------------------------------------------------------------------------
 
@@ -369,6 +369,10 @@ class ReasoningGuard:
         # too: a question that no longer names that unit has dropped it
         missing += [m.group(0) for m in _ARTICLE_UNIT.finditer(literal)
                     if not re.search(rf"\b{m['unit']}s?\b", question, re.IGNORECASE)]
+        # a month the template names states its days ("in June": 30): the question must name a month as long
+        asked_days = {MONTH_DAYS[w] for w in _WORD.findall(question.lower()) if w in MONTH_DAYS}
+        missing += [w.capitalize() for w in dict.fromkeys(_WORD.findall(literal.lower()))
+                    if w in MONTH_DAYS and MONTH_DAYS[w] not in asked_days]
         checks["missing_constants"] = missing
         if cfg.check_constants and missing:
             return Verdict(f"the entry's reasoning uses {missing[0]!r}, which the question does not state", checks)

@@ -42,7 +42,7 @@ from fractions import Fraction
 
 from edge_runtime.draft import number_spans
 from edge_runtime.metadata import Param
-from edge_runtime.values import TIME_UNITS
+from edge_runtime.values import MONTH_DAYS, TIME_UNITS
 
 _TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
 _UNITS_WORDS = "one|two|three|four|five|six|seven|eight|nine"
@@ -68,6 +68,8 @@ do does did it its he she his her him they them their we our you your i my me th
 every all any some many much more most less few how what which who when where if then than so not no also just
 can could will would should may might must per one please""".split())
 _PERCENT = {"%", "percent", "pct"}
+#: A month's name states its number of days: June → September keeps the quantity, June → July changes it.
+_MONTH_DAYS = MONTH_DAYS
 
 
 def _norm(token: str) -> str:
@@ -76,6 +78,8 @@ def _norm(token: str) -> str:
         return "$"
     if token in _PERCENT:
         return "%"
+    if token in _MONTH_DAYS:
+        return f"{_MONTH_DAYS[token]} days"
     if token[:1].isdigit() or len(token) <= 3:
         return token
     if token.endswith("ies") and len(token) > 4:
@@ -88,7 +92,7 @@ def _norm(token: str) -> str:
 
 
 def _is_quantity(token: str) -> bool:
-    return token[:1].isdigit() or token.split("-")[0] in _QUANTITY_WORDS
+    return token[:1].isdigit() or token in _MONTH_DAYS or token.split("-")[0] in _QUANTITY_WORDS
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]]:

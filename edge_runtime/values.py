@@ -24,6 +24,10 @@ _ORDINALS = {"half": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixt
 _DENOMINATORS = {**_ORDINALS, **{w + "s": d for w, d in _ORDINALS.items() if w != "half"}, "halves": 2}
 #: Units of time, which a question may state with an article alone ("after an hour", "a week later").
 TIME_UNITS = ("second", "minute", "hour", "day", "week", "month", "year")
+#: The days a month's name states, which a program may use ("how much does he make in June" sells 30 days of
+#: doughnuts). "May" is left out: it is mostly the verb.
+MONTH_DAYS = {"january": 31, "february": 28, "march": 31, "april": 30, "june": 30, "july": 31, "august": 31,
+              "september": 30, "october": 31, "november": 30, "december": 31}
 _ALONE = {"once": 1, "twice": 2, "thrice": 3, "double": 2, "triple": 3}
 _HALF_OF = {"dozen": 12, **_SCALES}  # "half a dozen", "half a million"
 _AFTER_ARTICLE = {"dozen", *_SCALES, *_DENOMINATORS}  # "a" means one only before these

@@ -324,3 +324,16 @@ def test_a_dropped_amount_of_time_the_template_states_with_an_article_is_refused
     assert check(entry, same, {"ana": 3, "jane": 4}) is None
     dropped = "Ana takes 3 minutes to peel an orange and Jane takes 4 minutes. How many more oranges has Ana peeled than Jane?"
     assert "an hour" in check(entry, dropped, {"ana": 3, "jane": 4})
+
+
+def test_a_month_of_other_length_is_a_changed_constant():
+    entry = EntryPoint(
+        id="doughnuts", description="doughnut sales in a month",
+        template="Derrick makes {dozens} dozen doughnuts every day at ${price} each. How much does he make in June?",
+        params=(Param("dozens", "dozens a day", int, 10, minimum=0), Param("price", "price per doughnut", float, 2.0, minimum=0)),
+        root="r",
+    )
+    values = {"dozens": 15, "price": 3.0}
+    september = "Each day Derrick bakes 15 dozen doughnuts and sells them at $3 each. How much does he make in September?"
+    assert check(entry, september, values) is None
+    assert "June" in check(entry, september.replace("September", "July"), values)

@@ -205,3 +205,14 @@ def test_days_shifted_by_one_keep_their_order():
     assert aligned_values(template, params, question) == {"sat": "27", "fewer": "5", "more": "14", "sun_pie": "23"}
     # only one of the two days shifted: Saturday now names both days
     assert aligned_values(template, params, question.replace("than on Friday", "than on Saturday")) is None
+
+
+def test_a_month_states_its_days():
+    template = "Derrick makes {dozens} dozen doughnuts every day at ${price} each. How much does he make in June?"
+    params = (Param(name="dozens", description="dozens a day", type=int, original=10, minimum=0),
+              Param(name="price", description="price", type=float, original=2.0, minimum=0))
+    # September has June's 30 days: the same reasoning
+    assert aligned_values(template, params, template.format(dozens=15, price=3).replace("June", "September")) == {
+        "dozens": "15", "price": "3"}
+    # July has 31: the program's 30 days no longer hold
+    assert aligned_values(template, params, template.format(dozens=15, price=3).replace("June", "July")) is None
