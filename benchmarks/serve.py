@@ -43,8 +43,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_server(data_dir: Path, key_pub: Path, bundle: Path | None, model: Path | None, port: int) -> subprocess.Popen:
+def start_server(data_dir: Path, key_pub: Path, bundle: Path | None, model: Path | None, port: int,
+                 spin: bool = False) -> subprocess.Popen:
     cmd = [str(REPO / ".venv" / "bin" / "arc-edge"), "serve", "--data-dir", str(data_dir), "--trust", str(key_pub), "--port", str(port)]
+    if spin:
+        cmd += ["--spin"]
     if bundle:
         cmd += ["--bundle", str(bundle)]
     if model:
@@ -161,6 +164,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=60, help="questions per path for the latency figures")
     parser.add_argument("--seconds", type=float, default=8.0, help="duration of each throughput run")
     parser.add_argument("--recipe", default=None, help="target-model recipe (default: the builder's default)")
+    parser.add_argument("--spin", action="store_true", help="serve with the model's threads busy-waiting (arc-edge serve --spin)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -187,7 +191,7 @@ def main() -> None:
         # Cold start: a fresh process on a device that already holds the bundle and the model.
         port = free_port()
         started = time.perf_counter()
-        proc = start_server(data_dir, public_path, None, None, port)
+        proc = start_server(data_dir, public_path, None, None, port, spin=args.spin)
         try:
             wait_for_hit(f"127.0.0.1:{port}", fast_q[0])
             figures["cold_start_s"] = round(time.perf_counter() - started, 3)
@@ -221,6 +225,7 @@ def main() -> None:
             proc.wait(30)
     figures["machine"] = f"{os.cpu_count()} cores"
     figures["recipe"] = recipe
+    figures["spin"] = args.spin
     if args.json:
         print(json.dumps(figures))
         return

@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--trust", type=Path, action="append", default=[], help="public key file of a trusted signer")
     serve.add_argument("--insecure-allow-unsigned", action="store_true", help="accept unsigned bundles (development only)")
     serve.add_argument("--threads", type=int, default=2)
+    serve.add_argument("--spin", action="store_true",
+                       help="let the model's threads busy-wait between operators (onnxruntime's default; off by default)")
     serve.add_argument("--workers", type=int, default=2)
     serve.add_argument("--metrics-port", type=int, default=None)
     serve.add_argument("--entry-timeout", type=float, default=5.0)
@@ -86,7 +88,7 @@ def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     options = RuntimeOptions(
         data_dir=args.data_dir or default_data_dir(), trusted_keys=_trusted_keys(args.trust),
-        allow_unsigned=args.insecure_allow_unsigned, threads=args.threads, workers=args.workers,
+        allow_unsigned=args.insecure_allow_unsigned, threads=args.threads, spin=args.spin, workers=args.workers,
         entry_timeout_s=args.entry_timeout,
         upstream=UpstreamConfig(args.upstream_model, base_url=args.upstream_base_url, timeout_s=args.upstream_timeout)
         if args.upstream_model else None,

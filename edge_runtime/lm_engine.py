@@ -66,11 +66,14 @@ class LMEngine:
     """One loaded artefact: session, tokenizer, sparse head, and an LRU of prefix KV states."""
 
     def __init__(
-        self, artefact: str | Path, *, threads: int = 2, prefix_cache_bytes: int = 256 << 20, background: bool = False
+        self, artefact: str | Path, *, threads: int = 2, prefix_cache_bytes: int = 256 << 20, background: bool = False,
+        spin: bool = False,
     ) -> None:
         """With ``background``, the onnxruntime session (about a second of graph optimisation) is
         created on a thread and the first forward pass waits for it: a server answers template
-        hits while the model is still loading."""
+        hits while the model is still loading. ``spin``: let onnxruntime's threads busy-wait for work
+        between operators (its default); off, they sleep, which leaves the cores to the entry
+        workers and the gRPC threads a device shares them with (benchmarks/serve.py --spin)."""
         from tokenizers import Tokenizer
 
         self.root = Path(artefact)
@@ -81,6 +84,7 @@ class LMEngine:
             raise TargetModelError(f"{self.root} has no model.onnx")
         self.manifest = json.loads(manifest_path.read_text())
         self.threads = threads
+        self.spin = spin
         self._session: Any = None
         self._session_error: BaseException | None = None
         self._session_ready = threading.Event()
@@ -241,6 +245,7 @@ class LMEngine:
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spin else "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         return options
 

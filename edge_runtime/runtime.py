@@ -39,6 +39,7 @@ class RuntimeOptions:
     trusted_keys: list[bytes] = field(default_factory=list)
     allow_unsigned: bool = False
     threads: int = 2
+    spin: bool = False  # onnxruntime threads busy-wait between operators (LMEngine)
     workers: int = 2
     use_worker_pool: bool = True
     memory_limit_mb: int = 512
@@ -198,7 +199,8 @@ class EdgeRuntime:
             self.blobs.target_model_index(digest)
         except BlobStoreError:
             self.blobs.register_target_model(target["files"], target.get("manifest", {}))
-        engine = LMEngine(self.blobs.materialise_target_model(digest), threads=self.options.threads, background=True)
+        engine = LMEngine(self.blobs.materialise_target_model(digest), threads=self.options.threads, background=True,
+                          spin=self.options.spin)
         # Keep at most the engines of the active and the previous bundle.
         if len(self._engines) >= 2:
             self._engines.pop(next(iter(self._engines)))

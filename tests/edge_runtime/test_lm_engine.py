@@ -245,6 +245,16 @@ def test_background_load_gives_the_same_model(tiny_fp32, engine):
     assert background.loaded
 
 
+def test_threads_sleep_between_operators_unless_told_to_spin(tiny_fp32, engine):
+    """Spinning threads hold cores the entry workers and gRPC share on a small device (benchmarks/spin.py);
+    either way the model computes the same thing."""
+    assert engine._options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    spinning = LMEngine(tiny_fp32, spin=True)
+    assert spinning._options().get_session_config_entry("session.intra_op.allow_spinning") == "1"
+    ids = engine.encode(PROMPTS[0])
+    np.testing.assert_array_equal(spinning.forward(ids).hidden, engine.forward(ids).hidden)
+
+
 def test_a_damaged_model_fails_clearly_in_either_mode(tiny_fp32, tmp_path):
     from edge_runtime.errors import ExtractionError
     from edge_runtime.extractor import Extractor
