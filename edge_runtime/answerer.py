@@ -137,25 +137,36 @@ class Answerer:
             return miss("no_entry", f"no entry {entry_id!r} in bundle {self.bundle_id}")
 
         # IS1, first by skeleton: the entries whose template the question could be (reworded around the slots).
-        t = time.perf_counter()
-        if entry_id:
-            skeletal = [(entry_id, 1.0)]
-        else:
-            found = self.skeleton.search(query, k=max(self.top_k, 5), min_score=self.skeleton_min_score)
-            skeletal = [(c.entry_id, c.score) for c in found]
-        timings["is1_ms"] += (time.perf_counter() - t) * 1000
-
         # Fast paths: the template with new values, or the template reworded around its slots — no model.
-        t = time.perf_counter()
+        # The entries with the question's exact skeleton are tried first (one dictionary lookup); the
+        # skeleton search only when none of them takes it.
         chosen: tuple[str, float, dict[str, Any], str] | None = None
         fast_failure: tuple[str, float, ExtractionError] | None = None  # a template matched, a value was invalid
-        for eid, score in skeletal:
-            chosen, failure = self._fast_path(eid, query)
-            if failure is not None and fast_failure is None:
-                fast_failure = (eid, score, failure)
-            if chosen is not None:
+        tried: set[str] = set()
+        skeletal: list[tuple[str, float]] = []
+        for stage in ("exact", "search"):
+            t = time.perf_counter()
+            if entry_id:
+                skeletal = [(entry_id, 1.0)]
+            elif stage == "exact":
+                skeletal = [(eid, 1.0) for eid in self.skeleton.exact(query)]
+            else:
+                found = self.skeleton.search(query, k=max(self.top_k, 5), min_score=self.skeleton_min_score)
+                skeletal = [(c.entry_id, c.score) for c in found]
+            timings["is1_ms"] += (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            for eid, score in skeletal:
+                if eid in tried:
+                    continue
+                tried.add(eid)
+                chosen, failure = self._fast_path(eid, query)
+                if failure is not None and fast_failure is None:
+                    fast_failure = (eid, score, failure)
+                if chosen is not None:
+                    break
+            timings["is2_ms"] += (time.perf_counter() - t) * 1000
+            if chosen is not None or entry_id:
                 break
-        timings["is2_ms"] += (time.perf_counter() - t) * 1000
 
         if chosen is None:
             t = time.perf_counter()

@@ -47,11 +47,17 @@ def _words(text: str) -> list[str]:
     return out
 
 
-def _bigrams(words: list[str]) -> Counter[str]:
-    collapsed: list[str] = []
+def _collapsed(words: list[str]) -> list[str]:
+    """Runs of ``#`` as one: "thirty two" and "7 24" are one number slot."""
+    out: list[str] = []
     for word in words:
-        if not (word == "#" and collapsed and collapsed[-1] == "#"):  # "thirty two" and "7 24" are one number slot
-            collapsed.append(word)
+        if not (word == "#" and out and out[-1] == "#"):
+            out.append(word)
+    return out
+
+
+def _bigrams(words: list[str]) -> Counter[str]:
+    collapsed = _collapsed(words)
     return Counter(f"{a} {b}" for a, b in zip(collapsed, collapsed[1:]))
 
 
@@ -69,7 +75,11 @@ class SkeletonIndex:
     """Inverted index of template bigrams (numpy postings); ``search`` returns the best-scoring entries."""
 
     def __init__(self, templates: Iterable[tuple[str, str]]) -> None:
-        vectors = [(eid, _bigrams(skeleton_words(t))) for eid, t in templates]
+        skeletons = [(eid, _collapsed(skeleton_words(t))) for eid, t in templates]
+        self._exact: dict[str, list[str]] = defaultdict(list)
+        for eid, words in skeletons:
+            self._exact[" ".join(words)].append(eid)
+        vectors = [(eid, Counter(f"{a} {b}" for a, b in zip(words, words[1:]))) for eid, words in skeletons]
         self._ids = [eid for eid, _ in vectors]
         documents = Counter(gram for _, vector in vectors for gram in vector)
         count = max(1, len(vectors))
@@ -88,6 +98,11 @@ class SkeletonIndex:
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    def exact(self, question: str) -> list[str]:
+        """The entries whose template skeleton the question has word for word (numbers masked): the
+        template path's candidates with one dictionary lookup, however large the bundle."""
+        return self._exact.get(" ".join(_collapsed(_words(question))), [])
 
     def search(self, question: str, k: int = 3, min_score: float = 0.3) -> list[SkeletonCandidate]:
         grams = _bigrams(_words(question))

@@ -63,3 +63,15 @@ def test_more_attempts_verify_the_next_candidates_in_order(attempts):
     answer = answerer.answer("Sam owns five fruits, then gets six more. How many fruits now?")
     assert answer.hit and answer.entry_id == "pears" and answer.answer == 11
     assert extractor.tried == ["apples", "pears"]
+
+
+def test_a_template_question_is_served_from_the_exact_skeleton_without_a_search():
+    answerer, extractor = _answerer(1)
+    answerer.extractor = Extractor(None)  # the template path only
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the exact skeleton should have found the entry")
+
+    answerer.skeleton.search = no_search
+    answer = answerer.answer("Sam has 12 pears and buys twenty more pears. How many pears does Sam have?")
+    assert answer.hit and answer.entry_id == "pears" and answer.path == "template" and answer.answer == 32

@@ -43,3 +43,13 @@ def test_unrelated_questions_score_low_and_k_and_the_floor_bound_the_answer():
     assert len(idx.search(TEMPLATES["buses"], k=2, min_score=0.0)) == 2
     assert len(idx) == 4
     assert SkeletonIndex([]).search("anything") == []
+
+
+def test_the_exact_skeleton_is_one_lookup():
+    idx = index()
+    assert idx.exact(TEMPLATES["buses"].format(students="1,508", seats="fifty two")) == ["buses"]
+    assert idx.exact(TEMPLATES["remoras"].format(length=140, count=7, size=24)) == ["remoras"]
+    # reworded or unrelated: no exact candidate (the search still finds the reworded one)
+    reworded = "A school takes 508 pupils to a museum. Each bus has 50 seats. How many buses are needed?"
+    assert idx.exact(reworded) == [] and idx.search(reworded)[0].entry_id == "buses"
+    assert idx.exact("How many legs does a spider have?") == []
