@@ -142,17 +142,18 @@ class Answerer:
         # skeleton search only when none of them takes it.
         chosen: tuple[str, float, dict[str, Any], str] | None = None
         fast_failure: tuple[str, float, ExtractionError] | None = None  # a template matched, a value was invalid
+        def searched() -> list[tuple[str, float]]:
+            found = self.skeleton.search(query, k=max(self.top_k, 5), min_score=self.skeleton_min_score)
+            return [(c.entry_id, c.score) for c in found]
+
+        sources: tuple[Callable[[], list[tuple[str, float]]], ...] = (
+            (lambda: [(entry_id, 1.0)],) if entry_id
+            else (lambda: [(eid, 1.0) for eid in self.skeleton.exact(query)], searched))
         tried: set[str] = set()
         skeletal: list[tuple[str, float]] = []
-        for stage in ("exact", "search"):
+        for source in sources:
             t = time.perf_counter()
-            if entry_id:
-                skeletal = [(entry_id, 1.0)]
-            elif stage == "exact":
-                skeletal = [(eid, 1.0) for eid in self.skeleton.exact(query)]
-            else:
-                found = self.skeleton.search(query, k=max(self.top_k, 5), min_score=self.skeleton_min_score)
-                skeletal = [(c.entry_id, c.score) for c in found]
+            skeletal = source()
             timings["is1_ms"] += (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             for eid, score in skeletal:
@@ -165,7 +166,7 @@ class Answerer:
                 if chosen is not None:
                     break
             timings["is2_ms"] += (time.perf_counter() - t) * 1000
-            if chosen is not None or entry_id:
+            if chosen is not None:
                 break
 
         if chosen is None:

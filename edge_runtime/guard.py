@@ -308,7 +308,9 @@ class ReasoningGuard:
                 # "What is the pressure, in kPa, of # mol ... held in a # container?": what it asks for is
                 # before its givens; a rewording may state them in a sentence of their own
                 target = head
-            cached = _TemplateFacts(literal, constants, slots, words, target)
+            plain = _WORD.findall(literal.lower())
+            months = tuple(w for w in dict.fromkeys(plain) if w in MONTH_DAYS)
+            cached = _TemplateFacts(literal, constants, slots, words, frozenset(plain), months, target)
             if len(self._templates) < 100_000:
                 self._templates[entry.id] = cached
         return cached
@@ -370,9 +372,9 @@ class ReasoningGuard:
         missing += [m.group(0) for m in _ARTICLE_UNIT.finditer(literal)
                     if not re.search(rf"\b{m['unit']}s?\b", question, re.IGNORECASE)]
         # a month the template names states its days ("in June": 30): the question must name a month as long
-        asked_days = {MONTH_DAYS[w] for w in _WORD.findall(question.lower()) if w in MONTH_DAYS}
-        missing += [w.capitalize() for w in dict.fromkeys(_WORD.findall(literal.lower()))
-                    if w in MONTH_DAYS and MONTH_DAYS[w] not in asked_days]
+        question_words = set(_WORD.findall(question.lower()))
+        asked_days = {MONTH_DAYS[w] for w in question_words if w in MONTH_DAYS}
+        missing += [w.capitalize() for w in facts.months if MONTH_DAYS[w] not in asked_days]
         checks["missing_constants"] = missing
         if cfg.check_constants and missing:
             return Verdict(f"the entry's reasoning uses {missing[0]!r}, which the question does not state", checks)
@@ -394,7 +396,7 @@ class ReasoningGuard:
             unit_shared = bool(unit & template_words) or (cfg.currency_is_unit and (
                 (mention.money and _has_money(literal)) or (mention.percent and _has_percent(literal))))
             sentence_words = set(_WORD.findall(sentence.lower()))
-            adding = bool((sentence_words & _ADDING) - set(_WORD.findall(literal.lower())))  # "she also gives 4"
+            adding = bool((sentence_words & _ADDING) - facts.plain_words)  # "she also gives 4"
             priced = mention.percent and _has_money(literal) and bool(sentence_words & _PRICE_CHANGES)  # "20% off"
             relevant = unit_shared or adding or priced or (model_path and cfg.model_path_all_numbers) or (
                 cfg.sentence_overlap is not None and overlap >= cfg.sentence_overlap)
@@ -402,7 +404,7 @@ class ReasoningGuard:
                           "unit_shared": unit_shared, "relevant": relevant})
         checks["unexplained"] = added
         if cfg.check_added:
-            extra = (set(_WORD.findall(question.lower())) & _ANOTHER) - set(_WORD.findall(literal.lower()))
+            extra = (question_words & _ANOTHER) - facts.plain_words
             if extra:  # "She bought another set of pots": an operation added without a number
                 return Verdict(f"the question says {sorted(extra)[0]!r}, which adds to the entry's reasoning", checks)
             for item in added:
@@ -458,6 +460,8 @@ class _TemplateFacts:
     constants: list[tuple[Mention, Context]]  # numbers of the literal text, with their neighbouring words
     slots: dict[str, Context]  # each slot's neighbouring words
     words: set[str]  # content words of the literal text
+    plain_words: frozenset[str]  # every word of the literal text, lower-cased
+    months: tuple[str, ...]  # the months it names ("june"), in order: each states its number of days
     target: str  # the template's final question
 
 

@@ -56,8 +56,7 @@ def _collapsed(words: list[str]) -> list[str]:
     return out
 
 
-def _bigrams(words: list[str]) -> Counter[str]:
-    collapsed = _collapsed(words)
+def _bigrams(collapsed: list[str]) -> Counter[str]:
     return Counter(f"{a} {b}" for a, b in zip(collapsed, collapsed[1:]))
 
 
@@ -79,7 +78,7 @@ class SkeletonIndex:
         self._exact: dict[str, list[str]] = defaultdict(list)
         for eid, words in skeletons:
             self._exact[" ".join(words)].append(eid)
-        vectors = [(eid, Counter(f"{a} {b}" for a, b in zip(words, words[1:]))) for eid, words in skeletons]
+        vectors = [(eid, _bigrams(words)) for eid, words in skeletons]
         self._ids = [eid for eid, _ in vectors]
         documents = Counter(gram for _, vector in vectors for gram in vector)
         count = max(1, len(vectors))
@@ -105,7 +104,7 @@ class SkeletonIndex:
         return self._exact.get(" ".join(_collapsed(_words(question))), [])
 
     def search(self, question: str, k: int = 3, min_score: float = 0.3) -> list[SkeletonCandidate]:
-        grams = _bigrams(_words(question))
+        grams = _bigrams(_collapsed(_words(question)))
         known = [(g, tf * self._idf[g]) for g, tf in grams.items() if g in self._idf]
         if not known:
             return []

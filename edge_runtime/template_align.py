@@ -68,8 +68,6 @@ do does did it its he she his her him they them their we our you your i my me th
 every all any some many much more most less few how what which who when where if then than so not no also just
 can could will would should may might must per one please""".split())
 _PERCENT = {"%", "percent", "pct"}
-#: A month's name states its number of days: June → September keeps the quantity, June → July changes it.
-_MONTH_DAYS = MONTH_DAYS
 
 
 def _norm(token: str) -> str:
@@ -78,8 +76,8 @@ def _norm(token: str) -> str:
         return "$"
     if token in _PERCENT:
         return "%"
-    if token in _MONTH_DAYS:
-        return f"{_MONTH_DAYS[token]} days"
+    if token in MONTH_DAYS:  # a month's name states its days: June → September is a rename, June → July is not
+        return f"{MONTH_DAYS[token]} days"
     if token[:1].isdigit() or len(token) <= 3:
         return token
     if token.endswith("ies") and len(token) > 4:
@@ -92,7 +90,7 @@ def _norm(token: str) -> str:
 
 
 def _is_quantity(token: str) -> bool:
-    return token[:1].isdigit() or token in _MONTH_DAYS or token.split("-")[0] in _QUANTITY_WORDS
+    return token[:1].isdigit() or token in MONTH_DAYS or token.split("-")[0] in _QUANTITY_WORDS
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]]:
@@ -121,27 +119,27 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *, m
         return None  # too few of the template's words are in the question at all (the cheap test first)
     by_word = SequenceMatcher(None, t_norm, q_norm, autojunk=False).get_opcodes()
     if _renames_one_to_one(t_norm, q_norm, by_word, by_shape=False):
-        values = _read_alignment(t_tokens, q_tokens, question, by_word, params, min_anchor_ratio)
+        values = _read_alignment(t_tokens, t_norm, len(literal), q_tokens, question, by_word, params, min_anchor_ratio)
         if values is not None:
             return values
     shape_ops = _shape_opcodes(t_norm, q_norm)
     if shape_ops == by_word or not _renames_one_to_one(t_norm, q_norm, shape_ops, by_shape=True):
         return None
-    return _read_alignment(t_tokens, q_tokens, question, shape_ops, params, min_anchor_ratio, names_one_to_one=True)
+    return _read_alignment(t_tokens, t_norm, len(literal), q_tokens, question, shape_ops, params, min_anchor_ratio,
+                           names_one_to_one=True)
 
 
-def _read_alignment(t_tokens: list[str], q_tokens: list[tuple[str, int, int]], question: str,
-                    opcodes: list[tuple[str, int, int, int, int]], params: tuple[Param, ...],
+def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_tokens: list[tuple[str, int, int]],
+                    question: str, opcodes: list[tuple[str, int, int, int, int]], params: tuple[Param, ...],
                     min_anchor_ratio: float, *, names_one_to_one: bool = False) -> dict[str, str] | None:
-    """The slot values an alignment (difflib opcodes of template tokens against question tokens) reads, if
-    every differing stretch obeys the rules in the module docstring. ``names_one_to_one``: the alignment
+    """The slot values an alignment (difflib opcodes of template tokens, normalised as ``t_norm``, against
+    question tokens; ``n_literal`` template words besides the slots) reads, if every differing stretch obeys
+    the rules in the module docstring. ``names_one_to_one``: the alignment
     renames each name one way throughout, so two names trading places is a consistent swap of roles
     (the final question follows it), not a swap of values."""
-    literal = [t for t in t_tokens if not t.startswith(_SLOT)]
     matched = sum(i2 - i1 for op, i1, i2, _, _ in opcodes if op == "equal")
-    if matched < min_anchor_ratio * len(literal):
+    if matched < min_anchor_ratio * n_literal:
         return None  # too little of the template survives: a different question, or a paraphrase
-    t_norm = [t if t.startswith(_SLOT) else _norm(t) for t in t_tokens]
     by_name = {p.name: p for p in params}
     values: dict[str, str] = {}
     renamed: set[tuple[str, str]] = set()  # (template word, the question's word in its place), before the target
@@ -198,7 +196,7 @@ def _read_alignment(t_tokens: list[str], q_tokens: list[tuple[str, int, int]], q
         if any(w in elsewhere and w not in t_words and not _renamed_consistently(w, phrases_before, phrases_target)
                for w in q_words):
             return None  # the final question asks for a quantity the template gives another role
-        if len(literal) < 30 and not _renamed_throughout(t_words, q_words, renamed):
+        if n_literal < 30 and not _renamed_throughout(t_words, q_words, renamed):
             return None  # the final question of a short template asks for something else
     if set(values) != set(by_name):
         return None
