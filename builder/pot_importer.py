@@ -666,18 +666,17 @@ def _unit_word(word: str) -> str:
     return _UNIT_WORDS.get(word, _SYNONYMS.get(word, word))
 
 
-def _lifted_form(value: float, mention: Mention, question: str, literal: Literal) -> str | None:
+def _lifted_form(value: float, mention: Mention, question: str, question_units: set[str], literal: Literal) -> str | None:
     """How a constant the program precomputed is this mention converted between units, else None.
 
     The mention must name its unit ("2 weeks", "every 3 months", "a 30-minute show") and the other unit of
-    the conversion must appear in the question or in the program's variable names, so that ``14`` is read
-    as 2 weeks in days only where days are what the question counts."""
+    the conversion must appear in the question (``question_units``: its words as units) or in the program's
+    variable names, so that ``14`` is read as 2 weeks in days only where days are what the question counts."""
     after = words_after(question, mention, 1)
     if not after or not mention.parameterisable or float(mention.value) == 0:
         return None
     unit = _unit_word(after[0])
-    around = {_unit_word(w) for w in re.findall(r"[a-z]+", question.lower())}
-    around |= {_unit_word(w) for name in literal.names for w in name.lower().split("_")}
+    around = question_units | {_unit_word(w) for name in literal.names for w in name.lower().split("_")}
     m = float(mention.value)
     for small, big, factor in _UNIT_LIFTS:
         if unit == big and small in around and _close(value, m * factor):
@@ -781,6 +780,7 @@ def plan_parameters(
                 continue
         assigned[lit.id] = (mention, form)
     # a constant the program precomputed from a stated duration or measure becomes that number, converted
+    question_units = {_unit_word(w) for w in re.findall(r"[a-z]+", question.lower())}
     for lit in pool:
         constant = float(restored.get(lit.id, lit.value))
         if lit.id in assigned or constant == 0:
@@ -788,7 +788,7 @@ def plan_parameters(
         for mention in mentions:
             if mention.index in taken:
                 continue
-            lifted = _lifted_form(constant, mention, question, lit)
+            lifted = _lifted_form(constant, mention, question, question_units, lit)
             if lifted is not None:
                 assigned[lit.id] = (mention, lifted)
                 taken.add(mention.index)

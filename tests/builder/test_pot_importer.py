@@ -64,6 +64,12 @@ def load_entry(source: str, entry_id: str):
     return registry.entries[entry_id], compiled
 
 
+def accepted_entry(importer: Importer, t: Transcript):
+    """The entry an accepted transcript becomes, registered and compiled."""
+    result = accepted(importer, t)
+    return load_entry(result.source, result.id)
+
+
 def answer(entry, compiled, question: str):
     values = Extractor(None).extract(entry, question).values
     return compiled.run(values).result["answer"]
@@ -202,8 +208,7 @@ def test_divisor_parameter_excludes_zero(importer):
         result = cookies / friends
         return result
     """, 3)
-    result = accepted(importer, t)
-    entry, compiled = load_entry(result.source, result.id)
+    entry, compiled = accepted_entry(importer, t)
     friends, cookies = entry.param("friends"), entry.param("cookies")
     assert friends.minimum == 0 and friends.exclusive_minimum
     assert cookies.minimum == 0 and not cookies.exclusive_minimum
@@ -264,8 +269,7 @@ def test_gsm_hard_number_is_mapped_back_to_the_original(importer):
         result = (eggs_per_day - eggs_eaten) * price
         return result
     """, 26, variant=variant)
-    result = accepted(importer, t)
-    entry, compiled = load_entry(result.source, result.id)
+    entry, compiled = accepted_entry(importer, t)
     assert entry.param("eggs_per_day").original == 16
     assert answer(entry, compiled, variant) == (4933828 - 3) * 2  # and it serves the GSM-Hard question too
 
@@ -472,8 +476,7 @@ def test_a_conversion_the_program_precomputed_becomes_the_stated_number(importer
         result = trees * apples_per_tree * harvests_per_year
         return result
     """, 4000)
-    result = accepted(importer, t)
-    entry, compiled = load_entry(result.source, result.id)
+    entry, compiled = accepted_entry(importer, t)
     assert not [p for p in entry.params if p.name.startswith("unused")]
     assert "every {months} months" in entry.template  # 4 = 12 / 3: the harvests a year, from the months
     assert answer(entry, compiled, q.replace("every 3 months", "every 6 months")) == 2000
@@ -489,8 +492,7 @@ def test_days_precomputed_from_weeks_follow_the_weeks(importer):
         days = 14
         return beds - occupied - per_day * days
     """, 100)
-    result = accepted(importer, t)
-    entry, compiled = load_entry(result.source, result.id)
+    entry, compiled = accepted_entry(importer, t)
     assert "after {weeks} weeks" in entry.template
     assert answer(entry, compiled, q.replace("after 2 weeks", "after 1 weeks")) == 450
 
@@ -517,8 +519,7 @@ def test_a_number_written_into_a_measure_is_a_parameter(importer):
         bale = 75
         return carrots * 12 + hay * bale
     """, 198)
-    result = accepted(importer, t)
-    entry, compiled = load_entry(result.source, result.id)
+    entry, compiled = accepted_entry(importer, t)
     assert "{" in entry.template.split("-pound bags")[0].split()[-1]  # the 12 of "12-pound" is a slot
     assert answer(entry, compiled, q.replace("12-pound", "8-pound")) == 182
 
@@ -531,8 +532,7 @@ def test_an_inline_literal_sharing_a_word_with_a_mention_reads_it(importer):
         sunday_gingerbread = 10 + 5
         return saturday_gingerbread + sunday_gingerbread
     """, 25)
-    result = accepted(importer, t)
-    entry, compiled = load_entry(result.source, result.id)
+    entry, compiled = accepted_entry(importer, t)
     assert "sold 10 boxes" not in entry.template
     assert answer(entry, compiled, q.replace("sold 10 boxes", "sold 12 boxes")) == 29
     twice = q.replace("10 boxes of gingerbread.", "10 boxes of gingerbread and 10 boxes of pie.")
@@ -554,8 +554,7 @@ def test_number_words_become_parameters_read_as_their_number_or_its_reciprocal(i
         tennis = golf * 2
         return tennis
     """, 16)
-    result = accepted(importer, t)
-    entry, compiled = load_entry(result.source, result.id)
+    entry, compiled = accepted_entry(importer, t)
     readings = {p.reading for p in entry.params if p.type is float}
     assert "reciprocal" in readings and None in readings
     assert answer(entry, compiled, q.replace("Half", "One quarter")) == 8
@@ -619,8 +618,7 @@ def test_a_unit_fraction_is_one_number_read_as_stated_or_as_its_denominator(impo
         big = 3
         return water - small * 0.5 - big * 4
     """, 16)
-    result = accepted(importer, t)
-    entry, compiled = load_entry(result.source, result.id)
+    entry, compiled = accepted_entry(importer, t)
     assert "1/2" not in entry.template and "{unused" not in entry.template  # one number, no free numerator
     assert answer(entry, compiled, q.replace("1/2 an ounce", "1/4 an ounce")) == 18
     assert answer(entry, compiled, q.replace("1/2 an ounce", "a quarter of an ounce")) == 18
