@@ -14,7 +14,11 @@ the LM path on this machine: a single forward pass over question and draft on a 
 Each recipe (default: the default one and all-int8) is built or reused from build/target-models
 and measured on the same questions; the top-level JSON keys are the first recipe's.
 
-    .venv/bin/python benchmarks/extraction.py [--recipes R1,R2 | --artefact DIR] [--per-entry N] [--json]
+    .venv/bin/python benchmarks/extraction.py [--recipes R1,R2 | --artefact DIR] [--per-entry N]
+        [--gsm-bundle build/eval7/bundles/gsm8k-eval-....arcb [--gsm-set ../shared/data/gsm_symbolic_dev.jsonl]] [--json]
+
+``--gsm-bundle`` adds ``accuracy[gsm_symbolic_dev]``: the share of the set's rows whose entry is in
+the bundle that are answered right in-process (their parameters checked through the answer).
 """
 
 from __future__ import annotations
@@ -212,6 +216,42 @@ def measure_recipe(artefact: Path, sets: dict, threads: int, naive: int) -> dict
     return figures
 
 
+def bundle_accuracy(bundle_path: Path, set_path: Path, threads: int) -> dict[str, Any]:
+    """Answer every row of a query set whose entry is in ``bundle_path`` in-process (IS1-IS4, guard on)
+    and count the rows answered right. GSM-Symbolic's bindings name the template's own variables, not
+    the entry's parameters, so the parameters are checked through the answer they produce."""
+    import tempfile
+
+    from builder.eval.answers import answers_match
+    from builder.eval.querysets import load_query_set
+    from builder.eval.runner import bundle_model_dir
+    from builder.pipeline import default_key
+    from edge_runtime.bundle import read_bundle
+    from edge_runtime.runtime import EdgeRuntime, RuntimeOptions
+
+    public = bytes.fromhex(default_key().with_suffix(".pub").read_text().strip())
+    bundle = read_bundle(bundle_path, trusted_keys=[public])
+    rows = [r for r in load_query_set(set_path).rows if r.entry_id in bundle.entries and r.should_serve]
+    outcomes: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="arc-extraction-") as tmp:
+        runtime = EdgeRuntime(RuntimeOptions(data_dir=Path(tmp), trusted_keys=[public], threads=threads,
+                                             use_worker_pool=False))
+        model = bundle_model_dir(bundle, lambda m: print(m, file=sys.stderr))
+        if model is not None:
+            runtime.blobs.import_target_model(model)
+        staged, _ = runtime.stage_bundle(bundle_path.read_bytes())
+        runtime.activate(f"{staged.name}-{staged.version}")
+        right = 0
+        for row in tqdm(rows, desc=set_path.stem, file=sys.stderr):
+            _, answer = runtime.answer(row.query)
+            ok = answer.hit and answers_match(answer.answer, row.answer)
+            right += ok
+            key = f"{answer.path}:{'right' if ok else 'wrong'}" if answer.hit else f"miss:{answer.miss_reason}"
+            outcomes[key] = outcomes.get(key, 0) + 1
+        runtime.close()
+    return {"rows": len(rows), "accuracy": round(right / len(rows), 4) if rows else None, "outcomes": outcomes}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--artefact", type=Path, default=None, help="one target-model artefact (instead of --recipes)")
@@ -221,6 +261,9 @@ def main() -> None:
     parser.add_argument("--naive", type=int, default=6, help="questions timed on the naive path (slow)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--gsm-bundle", type=Path, default=None,
+                        help="a GSM8K bundle (python -m builder.eval.gsm_bundle): also measure --gsm-set on it")
+    parser.add_argument("--gsm-set", type=Path, default=REPO.parent / "shared" / "data" / "gsm_symbolic_dev.jsonl")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -247,6 +290,9 @@ def main() -> None:
         # (measured: 391 ms for a pass that takes 140 ms alone).
         with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
             per_recipe[name] = pool.submit(measure_recipe, Path(artefact), sets, args.threads, args.naive).result()
+    if args.gsm_bundle is not None:  # its own process too, after the recipes: the answers use the default model
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            gsm = pool.submit(bundle_accuracy, args.gsm_bundle, args.gsm_set, args.threads).result()
     headline = per_recipe[next(iter(per_recipe))]  # the default recipe (or the one artefact)
     figures: dict[str, Any] = {
         key: headline[key]
@@ -262,9 +308,12 @@ def main() -> None:
             "questions_per_set": len(sets["examples_reparam"]),
             "threads": args.threads,
             "recipes": per_recipe,
-            "gsm_symbolic": "answer-level: arc-build eval (docs/benchmarks.md)",
         }
     )
+    if args.gsm_bundle is not None:
+        figures["accuracy"][args.gsm_set.stem] = gsm["accuracy"]
+        figures["outcomes"][args.gsm_set.stem] = gsm["outcomes"]
+        figures[f"{args.gsm_set.stem}_rows"] = gsm["rows"]
     if args.json:
         print(json.dumps(figures))
         return
@@ -286,6 +335,9 @@ def main() -> None:
     table.add_row("precision when served (agree-or-miss)", *(f"{per_recipe[n]['agree_or_miss_served_precision']:.1%}" for n in per_recipe))
     console.print(table)
     console.print(f"template fast path: p50 {figures['fast_path_p50_ms']} ms, accuracy {acc_fast:.1%} {out_fast}")
+    if args.gsm_bundle is not None:
+        console.print(escape(f"{args.gsm_set.stem}: {gsm['accuracy']:.1%} of the {gsm['rows']} rows whose entry is in "
+                             f"{args.gsm_bundle.name} answered right {gsm['outcomes']}"))
     console.print("peak RSS per recipe process (model, prefix cache, the question sets): "
                   + ", ".join(f"{n} {per_recipe[n]['rss_mb']} MB" for n in per_recipe))
     for name, fig in per_recipe.items():

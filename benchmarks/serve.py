@@ -44,10 +44,12 @@ def free_port() -> int:
 
 
 def start_server(data_dir: Path, key_pub: Path, bundle: Path | None, model: Path | None, port: int,
-                 spin: bool = False) -> subprocess.Popen:
+                 spin: bool = False, model_runs: int | None = None) -> subprocess.Popen:
     cmd = [str(REPO / ".venv" / "bin" / "arc-edge"), "serve", "--data-dir", str(data_dir), "--trust", str(key_pub), "--port", str(port)]
     if spin:
         cmd += ["--spin"]
+    if model_runs is not None:
+        cmd += ["--model-runs", str(model_runs)]
     if bundle:
         cmd += ["--bundle", str(bundle)]
     if model:
@@ -165,6 +167,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0, help="duration of each throughput run")
     parser.add_argument("--recipe", default=None, help="target-model recipe (default: the builder's default)")
     parser.add_argument("--spin", action="store_true", help="serve with the model's threads busy-waiting (arc-edge serve --spin)")
+    parser.add_argument("--model-runs", type=int, default=None,
+                        help="forward passes of the model at once (arc-edge serve --model-runs; default: the server's)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -191,7 +195,8 @@ def main() -> None:
         # Cold start: a fresh process on a device that already holds the bundle and the model.
         port = free_port()
         started = time.perf_counter()
-        proc = start_server(data_dir, public_path, None, None, port, spin=args.spin)
+        proc = start_server(data_dir, public_path, None, None, port, spin=args.spin,
+                            model_runs=args.model_runs)
         try:
             wait_for_hit(f"127.0.0.1:{port}", fast_q[0])
             figures["cold_start_s"] = round(time.perf_counter() - started, 3)
@@ -226,6 +231,7 @@ def main() -> None:
     figures["machine"] = f"{os.cpu_count()} cores"
     figures["recipe"] = recipe
     figures["spin"] = args.spin
+    figures["model_runs"] = args.model_runs
     if args.json:
         print(json.dumps(figures))
         return

@@ -41,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--threads", type=int, default=2)
     serve.add_argument("--spin", action="store_true",
                        help="let the model's threads busy-wait between operators (onnxruntime's default; off by default)")
+    serve.add_argument("--model-runs", type=int, default=2,
+                       help="forward passes of the model at once (1: one at a time, each with every thread)")
     serve.add_argument("--workers", type=int, default=2)
     serve.add_argument("--metrics-port", type=int, default=None)
     serve.add_argument("--entry-timeout", type=float, default=5.0)
@@ -89,6 +91,7 @@ def _serve(args: argparse.Namespace) -> int:
     options = RuntimeOptions(
         data_dir=args.data_dir or default_data_dir(), trusted_keys=_trusted_keys(args.trust),
         allow_unsigned=args.insecure_allow_unsigned, threads=args.threads, spin=args.spin, workers=args.workers,
+        model_runs=args.model_runs,
         entry_timeout_s=args.entry_timeout,
         upstream=UpstreamConfig(args.upstream_model, base_url=args.upstream_base_url, timeout_s=args.upstream_timeout)
         if args.upstream_model else None,

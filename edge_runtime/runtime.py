@@ -40,6 +40,7 @@ class RuntimeOptions:
     allow_unsigned: bool = False
     threads: int = 2
     spin: bool = False  # onnxruntime threads busy-wait between operators (LMEngine)
+    model_runs: int = 2  # forward passes of the model at once (LMEngine.concurrent_runs)
     workers: int = 2
     use_worker_pool: bool = True
     memory_limit_mb: int = 512
@@ -200,7 +201,7 @@ class EdgeRuntime:
         except BlobStoreError:
             self.blobs.register_target_model(target["files"], target.get("manifest", {}))
         engine = LMEngine(self.blobs.materialise_target_model(digest), threads=self.options.threads, background=True,
-                          spin=self.options.spin)
+                          spin=self.options.spin, concurrent_runs=self.options.model_runs)
         # Keep at most the engines of the active and the previous bundle.
         if len(self._engines) >= 2:
             self._engines.pop(next(iter(self._engines)))

@@ -82,7 +82,8 @@ def run_system(system: Any, sets: Sequence[QuerySet], bundle_entries: set[str], 
     return out
 
 
-def _model_dir(bundle: Any, progress: Callable[[str], None]) -> Path | None:
+def bundle_model_dir(bundle: Any, progress: Callable[[str], None]) -> Path | None:
+    """The default target-model artefact, checked to be the one ``bundle`` references."""
     if not bundle.target_model:
         return None
     from builder.bundle import target_model_reference
@@ -251,7 +252,7 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
 
     arc_results: dict[str, dict[str, Any]] = {}
     if {"arc", "arc_guard_off"} & set(options.systems):
-        model = _model_dir(bundle, progress)
+        model = bundle_model_dir(bundle, progress)
         runs = {"arc": dict(guard=True, on_disagreement="miss", probes=options.sweep_probes, speed=True),
                 "arc_guard_off": dict(guard=False, on_disagreement="decode", probes=False, speed=False)}
         for name, how in runs.items():

@@ -7,6 +7,8 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -246,13 +248,63 @@ def test_background_load_gives_the_same_model(tiny_fp32, engine):
 
 
 def test_threads_sleep_between_operators_unless_told_to_spin(tiny_fp32, engine):
-    """Spinning threads hold cores the entry workers and gRPC share on a small device (benchmarks/spin.py);
+    """Spinning threads hold cores the entry workers and gRPC share on a small device (benchmarks/serve_ab.py);
     either way the model computes the same thing."""
     assert engine._options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
     spinning = LMEngine(tiny_fp32, spin=True)
     assert spinning._options().get_session_config_entry("session.intra_op.allow_spinning") == "1"
     ids = engine.encode(PROMPTS[0])
     np.testing.assert_array_equal(spinning.forward(ids).hidden, engine.forward(ids).hidden)
+
+
+class _CountingSession:
+    """Wraps a session and records how many ``run`` calls overlapped at most."""
+
+    def __init__(self, session) -> None:
+        self.session = session
+        self.active = 0
+        self.most = 0
+        self.lock = threading.Lock()
+
+    def run(self, *args, **kwargs):
+        with self.lock:
+            self.active += 1
+            self.most = max(self.most, self.active)
+        try:
+            time.sleep(0.02)  # long enough for the other callers to arrive
+            return self.session.run(*args, **kwargs)
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+@pytest.mark.parametrize("runs", [1, 2])
+def test_concurrent_runs_bound_the_passes_in_the_session_and_change_nothing(tiny_fp32, engine, runs):
+    """Two passes at once share two cores better than one (benchmarks/concurrent_runs.py); never more than
+    ``concurrent_runs`` enter the session, and each caller gets what it would get alone."""
+    bounded = LMEngine(tiny_fp32, concurrent_runs=runs)
+    counting = _CountingSession(bounded.session)
+    bounded._session = counting
+    prompts = [engine.encode(text) for text in PROMPTS] * 2
+    expected = [engine.forward(ids).hidden for ids in prompts]
+    results: dict[int, np.ndarray] = {}
+
+    def call(i: int) -> None:
+        results[i] = bounded.forward(prompts[i]).hidden
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(prompts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert counting.most == runs
+    for i, hidden in enumerate(expected):
+        np.testing.assert_array_equal(results[i], hidden)
+
+
+def test_concurrent_runs_must_be_positive(tiny_fp32):
+    with pytest.raises(TargetModelError, match="concurrent_runs"):
+        LMEngine(tiny_fp32, concurrent_runs=0)
 
 
 def test_a_damaged_model_fails_clearly_in_either_mode(tiny_fp32, tmp_path):
