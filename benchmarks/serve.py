@@ -34,6 +34,7 @@ from edge_runtime.bundle import read_bundle  # noqa: E402
 from edge_runtime.client import EdgeClient  # noqa: E402
 from edge_runtime.metadata import format_value  # noqa: E402
 from edge_runtime.proto import edge_pb2 as pb  # noqa: E402
+from edge_runtime.runtime import RuntimeOptions  # noqa: E402
 from extraction import PARAPHRASES  # noqa: E402
 
 
@@ -231,7 +232,7 @@ def main() -> None:
     figures["machine"] = f"{os.cpu_count()} cores"
     figures["recipe"] = recipe
     figures["spin"] = args.spin
-    figures["model_runs"] = args.model_runs
+    figures["model_runs"] = args.model_runs if args.model_runs is not None else RuntimeOptions.model_runs
     if args.json:
         print(json.dumps(figures))
         return
