@@ -19,6 +19,7 @@ match and stretches that differ. The path reads values only where that is unambi
   (and the named option of each choice slot), which it takes in order; no other quantity, and
   no value that becomes a share of something ("1 mile" → "1/3 of the total distance");
 - a slot repeated in the template must read the same value everywhere;
+- a percent may not become another word or go ("5% more" → "0.05 times more" states another number);
 - no two template words may become the same word of the question ("15 for a hat" where the
   template's hat keeps its name elsewhere gives "hat" two roles);
 - enough of the template's literal words must survive in order (``min_anchor_ratio``).
@@ -162,6 +163,8 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         pairs = [(_norm(a), _norm(b)) for a, b in zip(words, q_plain)] if len(q_plain) == len(words) else []
         changed = {(a, b) for a, b in pairs if a != b and a.isalpha() and a not in _COMMON}
         swapped.update(changed)
+        if sum(_norm(w) == "%" for w in words) != sum(_norm(w) == "%" for w in q_words):
+            return None  # "5% of the price" → "0.05 times of the price": a share written as a factor
         phrase = (_content(words), _content(q_words))
         if i2 <= target_start:
             renamed.update(changed)

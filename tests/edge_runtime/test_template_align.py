@@ -216,3 +216,15 @@ def test_a_month_states_its_days():
         "dozens": "15", "price": "3"}
     # July has 31: the program's 30 days no longer hold
     assert aligned_values(template, params, template.format(dozens=15, price=3).replace("June", "July")) is None
+
+
+def test_a_percent_written_as_a_factor_declines():
+    template = ("The price of carrots increases by {rise}% of the original price every year. What would be the "
+                "price of carrots after {years} years if it was ${price} initially?")
+    params = (Param(name="rise", description="yearly rise in percent", type=float, original=5.0, minimum=0),
+              Param(name="years", description="years", type=int, original=3, minimum=0),
+              Param(name="price", description="initial price", type=float, original=120.0, minimum=0))
+    percent = template.format(rise=7, years=4, price=150)
+    assert aligned_values(template, params, percent) == {"rise": "7", "years": "4", "price": "150"}
+    assert aligned_values(template, params, percent.replace("7%", "7 percent"))["rise"] == "7"
+    assert aligned_values(template, params, percent.replace("7%", "0.07 times")) is None  # not 0.07%
