@@ -669,13 +669,13 @@ def _unit_word(word: str) -> str:
 def _lifted_form(value: float, mention: Mention, question: str, question_units: set[str], literal: Literal) -> str | None:
     """How a constant the program precomputed is this mention converted between units, else None.
 
-    The mention must name its unit ("2 weeks", "every 3 months", "a 30-minute show") and the other unit of
+    The mention must name its unit ("2 weeks", "every 3 months", "a 30-minute show", "$24" for 2400 cents) and the other unit of
     the conversion must appear in the question (``question_units``: its words as units) or in the program's
     variable names, so that ``14`` is read as 2 weeks in days only where days are what the question counts."""
     after = words_after(question, mention, 1)
-    if not after or not mention.parameterisable or float(mention.value) == 0:
+    unit = "dollar" if mention.money else _unit_word(after[0]) if after else None  # "$24.00" names dollars
+    if unit is None or not mention.parameterisable or float(mention.value) == 0:
         return None
-    unit = _unit_word(after[0])
     around = question_units | {_unit_word(w) for name in literal.names for w in name.lower().split("_")}
     m = float(mention.value)
     for small, big, factor in _UNIT_LIFTS:
@@ -841,7 +841,9 @@ def plan_parameters(
         if p.name in frozen_all:
             why = derived.get(p.name) or "a failed round trip"
             constants.append(f"{format_value(p.original)} ({p.name}, kept constant: {why})")
-    used = {p.mention.index for p in kept}
+    if free_numbers and not unexplained and not frozen_all:
+        _join_repeats(question, kept, mentions, {mm.index for mm, _ in assigned.values()})
+    used = {m.index for p in kept for m in (p.mentions or (p.mention,))}
     spans = [(m.start, m.end) for p in kept for m in (p.mentions or (p.mention,))]
     unused_mentions = [m for m in mentions if m.kind in ("digits", "word") and m.index not in used
                        and m.index not in {mm.index for mm, _ in assigned.values()}
@@ -887,6 +889,30 @@ def _structural_slot(question: str, mention: Mention, literal: float) -> tuple[M
         return None
     return Mention(mention.index, start, mention.end, text, natural, mention.kind, mention.percent, mention.money,
                    mention.alternatives), reading
+
+
+def _join_repeats(question: str, params: Sequence[ParamPlan], mentions: Sequence[Mention], taken: set[int]) -> None:
+    """A parameter's number stated again for the same thing ("Katherine has 5 hanging baskets ... filling
+    all 5 hanging baskets") becomes another mention of that parameter, so a variant restates both.
+
+    Same spelling and the same word after it; no literal reads the repeat. Left a constant, the repeat
+    would refuse every variant that changes both (the guard finds the entry's 5 missing). Joined, the
+    slot binds only when the two agree, and the program, right on the original, reads the value once.
+    Only called when every literal is explained: no constant may have been computed from the repeat."""
+    for p in params:
+        if p.free or p.structural or p.reading or p.mention.kind not in ("digits", "word"):
+            continue
+        head = words_after(question, p.mention, 1)
+        if not head or head[0] in _STOP:
+            continue
+        repeats = tuple(
+            m for m in mentions
+            if m.index != p.mention.index and m.index not in taken and m.kind == p.mention.kind
+            and m.text.lower() == p.mention.text.lower() and words_after(question, m, 1) == head
+            and not any(m.index in {mm.index for mm in (q.mentions or (q.mention,))} for q in params)
+        )
+        if repeats:
+            p.mentions = tuple(sorted((p.mention, *repeats), key=lambda m: m.start))
 
 
 def _free_params(question: str, unused: Sequence[Mention], program: PalProgram, restored: dict[int, Any],
@@ -1392,8 +1418,8 @@ def render_source(t: Transcript, program: PalProgram, plan: Plan) -> str:
         f"    root={description.lower()!r},\n"
         "    answer_key='answer',\n"
         + ("    whole_answer=True,\n" if _counts_things(t) else "")
-        + 
-        ")\n"
+        + ("    answer_minimum=0,\n" if _is_quantity(t.gold) else "")
+        + ")\n"
     )
     return source
 
@@ -1404,6 +1430,12 @@ def _counts_things(t: Transcript) -> bool:
     return isinstance(t.gold, int) and bool(re.search(r"\bhow many\b", asked, re.IGNORECASE)) and not re.search(
         r"\bhow many (?:more |fewer )?(?:dollars|cents|hours|minutes|days|weeks|years|miles|pounds|ounces|grams|kilograms|"
         r"liters|litres|gallons|feet|inches|meters|percent)\b", asked, re.IGNORECASE)
+
+
+def _is_quantity(gold: Any) -> bool:
+    """A GSM8K answer not below zero is a quantity (eggs, dollars, hours): the entry's answer then never
+    is either, and a variant that drives it negative ("change" from $20 for $24 of cookies) is a MISS."""
+    return isinstance(gold, (int, float)) and not isinstance(gold, bool) and gold >= 0
 
 
 def _norm(text: str) -> str:

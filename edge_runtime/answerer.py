@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Callable, Protocol, Sequence
 
 from edge_runtime.context import NarrationStep
@@ -247,6 +248,11 @@ class Answerer:
             return miss("answer_out_of_domain", f"the entry counts things, but its reasoning gives {answer_value!r} "
                         "for these values (a rounding step it never needed)", entry_id=eid, similarity=sim,
                         parameters=values, path=path)
+        if (entry.answer_minimum is not None and isinstance(answer_value, (int, float, Fraction))
+                and not isinstance(answer_value, bool) and answer_value < entry.answer_minimum):
+            return miss("answer_out_of_domain", f"the entry's answer is at least {entry.answer_minimum:g}, but its "
+                        f"reasoning gives {answer_value!r} for these values (they leave the case it was cached for)",
+                        entry_id=eid, similarity=sim, parameters=values, path=path)
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         return Answer(
             True,

@@ -149,6 +149,10 @@ class EntryPoint:
     #: The answer counts things ("how many ...", a whole number for the original question): a fraction
     #: for new values means the cached reasoning lacks a rounding step it never needed; served as a MISS.
     whole_answer: bool = False
+    #: The least answer the reasoning gives for values it was cached for (0 for a quantity: change,
+    #: eggs sold, a price). Below it, the values left that domain ("change" from $20 for $24 of
+    #: cookies): served as a MISS. None: any answer.
+    answer_minimum: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", tuple(self.params))
@@ -251,6 +255,7 @@ def entry_to_dict(entry: EntryPoint) -> dict[str, Any]:
         "root": entry.root,
         "answer_key": entry.answer_key,
         "whole_answer": entry.whole_answer,
+        "answer_minimum": entry.answer_minimum,
         "params": declared_params(entry.params),
     }
 
@@ -266,4 +271,14 @@ def entry_from_dict(data: Mapping[str, Any]) -> EntryPoint:
         question=data.get("question", ""),
         answer_key=data.get("answer_key"),
         whole_answer=bool(data.get("whole_answer", False)),
+        answer_minimum=_optional_number(data.get("answer_minimum"), "answer_minimum"),
     )
+
+
+def _optional_number(value: Any, what: str) -> float | None:
+    """None or a finite number (bundle data is not trusted)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise DefinitionError(f"{what} must be a finite number or null, not {value!r}")
+    return float(value)

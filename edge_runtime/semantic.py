@@ -71,6 +71,7 @@ def entry_point(
     question: str = "",
     answer_key: str | None = None,
     whole_answer: bool = False,
+    answer_minimum: float | None = None,
 ) -> EntryPoint:
     """Declare how a class of questions enters the cache (template ``q(•1..•n)`` with ``{name}`` slots)."""
     return EntryPoint(
@@ -82,6 +83,7 @@ def entry_point(
         question=question,
         answer_key=answer_key,
         whole_answer=whole_answer,
+        answer_minimum=answer_minimum,
     )
 
 

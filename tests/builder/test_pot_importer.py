@@ -24,6 +24,7 @@ from builder.pot_importer import (
     run_import,
 )
 from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
+from edge_runtime.errors import ExtractionError
 from edge_runtime.extractor import Extractor
 from edge_runtime.registry import Registry
 from edge_runtime.validator import validate_source
@@ -610,6 +611,20 @@ def test_a_count_is_marked_a_whole_answer(importer):
     assert entry.whole_answer
 
 
+def test_a_quantity_answer_never_goes_below_zero(importer):
+    q = "Carl buys 4 packs of 6 cookies at $0.50 each. How much change does he get from a $20 bill?"
+    t = transcript(q, """
+        packs = 4
+        per_pack = 6
+        price = 0.5
+        paid = 20
+        return paid - packs * per_pack * price
+    """, 8)
+    entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    assert entry.answer_minimum == 0
+    assert answer(entry, compiled, q.replace("$20", "$10")) == -2  # the reasoning says -2; the answerer refuses it
+
+
 def test_a_unit_fraction_is_one_number_read_as_stated_or_as_its_denominator(importer):
     q = "He has 32 ounces of water. Small cubes use 1/2 an ounce and big cubes 4 ounces. He makes 8 small and 3 big cubes. How many ounces are left?"
     t = transcript(q, """
@@ -694,3 +709,33 @@ def test_minutes_a_program_wrote_as_hours_follow_the_minutes(importer):
     entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
     assert "a {" in entry.template and "}-minute show" in entry.template  # 0.5 hours = 30 / 60
     assert answer(entry, compiled, q.replace("30-minute", "45-minute")) == 2.25
+
+
+def test_a_number_restated_for_the_same_thing_is_the_same_slot(importer):
+    q = ("Katherine has 5 hanging baskets to fill. In each basket she adds 3 petunias at $2 apiece. "
+         "It rained for 5 days. How much will she spend filling all 5 hanging baskets?")
+    t = transcript(q, """
+        baskets = 5
+        petunias = 3
+        cost = 2
+        return baskets * petunias * cost
+    """, 30)
+    entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    assert entry.template.count("{baskets} hanging baskets") == 2
+    assert "for 5 days" in entry.template  # the same number for another thing stays as stated
+    seven = q.replace("5 hanging", "7 hanging")
+    assert answer(entry, compiled, seven) == 42
+    with pytest.raises(ExtractionError):  # the two mentions must agree
+        Extractor(None).extract(entry, q.replace("has 5 hanging", "has 7 hanging"))
+
+
+def test_cents_a_program_precomputed_follow_the_dollars(importer):
+    q = "The jumbo bottle of shampoo costs $24.00. It gives 120 washes. How much does each wash cost, in cents?"
+    t = transcript(q, """
+        washes = 120
+        cost_cents = 2400
+        return cost_cents / washes
+    """, 20)
+    entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    assert "costs $24.00" not in entry.template  # the price is a slot, read in dollars
+    assert answer(entry, compiled, q.replace("$24.00", "$27.00").replace("120 washes", "180 washes")) == 15

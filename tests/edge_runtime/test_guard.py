@@ -224,21 +224,26 @@ def test_the_aligned_path_is_not_refused_for_a_final_question_renamed_throughout
     assert check(entry, question, values, "lm-draft") is not None  # the model path keeps the overlap test
 
 
-def test_a_count_that_comes_out_fractional_is_a_miss_not_an_answer():
-    """An entry whose answer counts things (whole_answer) refuses a fraction: its reasoning lacks a rounding step."""
+@pytest.mark.parametrize("declared, outcomes, shown", [
+    # whole_answer: the answer counts things; a fraction means the reasoning lacks a rounding step
+    ({"whole_answer": True}, ((6.3, False), (6.0, True), (7, True)), "6.3"),
+    # answer_minimum=0: the answer is a quantity; values that drive it below zero left its domain
+    ({"answer_minimum": 0.0}, ((-4.0, False), (0, True), (26.5, True)), "-4.0"),
+])
+def test_an_answer_outside_the_entrys_declared_domain_is_a_miss_not_an_answer(declared, outcomes, shown):
     from dataclasses import replace
 
-    pans = replace(BALLS, id="pans", whole_answer=True)
-    for answer, hit in ((6.3, False), (6.0, True), (7, True)):
+    entry = replace(BALLS, id="e", **declared)
+    for answer, hit in outcomes:
         def executor(digest, entry_id, source, values, timeout, answer=answer):
             return Execution({"answer": answer}, [])
 
-        answerer = Answerer(name="t", version="1", digest="d", entries={"pans": pans}, modules={"pans": ""},
+        answerer = Answerer(name="t", version="1", digest="d", entries={"e": entry}, modules={"e": ""},
                             router=None, threshold=0.5, extractor=_Extractor(), executor=executor, guard=None)
         served = answerer.answer("A juggler can juggle 80 balls. Half of the balls are golf balls. How many golf balls are there?")
         assert served.hit is hit, served
         if not hit:
-            assert served.miss_reason == "answer_out_of_domain" and "6.3" in served.miss_detail
+            assert served.miss_reason == "answer_out_of_domain" and shown in served.miss_detail
 
 
 def test_a_question_that_states_its_givens_apart_asks_the_same_thing():

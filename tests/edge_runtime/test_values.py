@@ -137,3 +137,18 @@ def test_a_reciprocal_reading_and_its_rendering():
     assert Param("x", "x", float, 0.5).text(1 / 3) == "1/3" and Param("x", "x", float, 0.5).text(0.25) == "0.25"
     with pytest.raises(Exception):
         Param("n", "n", int, 2, reading="reciprocal")  # a reciprocal is not a whole number
+
+
+def test_an_entrys_answer_minimum_travels_in_bundle_data_and_is_checked():
+    from dataclasses import replace
+
+    from edge_runtime.errors import DefinitionError
+    from edge_runtime.metadata import EntryPoint, Param, entry_from_dict, entry_to_dict
+
+    entry = EntryPoint(id="e", description="d", template="{n} eggs", params=(Param("n", "eggs", int, 3),), root="r",
+                       answer_key="answer", answer_minimum=0.0)
+    assert entry_from_dict(entry_to_dict(entry)) == entry
+    assert entry_from_dict(entry_to_dict(replace(entry, answer_minimum=None))).answer_minimum is None
+    for bad in ("0", float("nan"), True, [0]):
+        with pytest.raises(DefinitionError, match="answer_minimum"):
+            entry_from_dict({**entry_to_dict(entry), "answer_minimum": bad})
