@@ -646,6 +646,7 @@ _UNIT_LIFTS: tuple[tuple[str, str, int], ...] = (
     ("minute", "hour", 60), ("second", "minute", 60), ("inch", "foot", 12), ("ounce", "pound", 16),
     ("cent", "dollar", 100),
 )
+_LIFT_UNITS = {unit for small, big, _ in _UNIT_LIFTS for unit in (small, big)}
 #: Plurals _SYNONYMS does not already fold.
 _UNIT_WORDS = {"seconds": "second", "inches": "inch", "feet": "foot", "ounces": "ounce", "pounds": "pound", "hrs": "hour"}
 #: A conversion form "kind:factor": kind -> (operation, its AST operator, whether the factor comes first).
@@ -673,7 +674,9 @@ def _lifted_form(value: float, mention: Mention, question: str, question_units: 
     the conversion must appear in the question (``question_units``: its words as units) or in the program's
     variable names, so that ``14`` is read as 2 weeks in days only where days are what the question counts."""
     after = words_after(question, mention, 1)
-    unit = "dollar" if mention.money else _unit_word(after[0]) if after else None  # "$24.00" names dollars
+    unit = _unit_word(after[0]) if after else None
+    if mention.money and unit not in _LIFT_UNITS:
+        unit = "dollar"  # "$24.00" names dollars; "50 cents" and "$2 weekly" keep their own unit
     if unit is None or not mention.parameterisable or float(mention.value) == 0:
         return None
     around = question_units | {_unit_word(w) for name in literal.names for w in name.lower().split("_")}
@@ -841,7 +844,8 @@ def plan_parameters(
         if p.name in frozen_all:
             why = derived.get(p.name) or "a failed round trip"
             constants.append(f"{format_value(p.original)} ({p.name}, kept constant: {why})")
-    if free_numbers and not unexplained and not frozen_all:
+    settled = free_numbers and not unexplained and not frozen_all  # no constant may come from a stated number
+    if settled:
         _join_repeats(question, kept, mentions, {mm.index for mm, _ in assigned.values()})
     used = {m.index for p in kept for m in (p.mentions or (p.mention,))}
     spans = [(m.start, m.end) for p in kept for m in (p.mentions or (p.mention,))]
@@ -849,7 +853,7 @@ def plan_parameters(
                        and m.index not in {mm.index for mm, _ in assigned.values()}
                        and not any(a < m.end and m.start < b for a, b in spans)]  # "One" of "One third"
     unused = [repr(m.text) for m in unused_mentions]
-    if free_numbers and not unexplained and not frozen_all:
+    if settled:
         kept += _free_params(question, unused_mentions, program, restored, {p.name for p in kept} | _all_names(program.func))
     return Plan(kept, restored, constants, unused, sorted(frozen_all & {p.name for p in params}), unexplained)
 
@@ -899,6 +903,7 @@ def _join_repeats(question: str, params: Sequence[ParamPlan], mentions: Sequence
     would refuse every variant that changes both (the guard finds the entry's 5 missing). Joined, the
     slot binds only when the two agree, and the program, right on the original, reads the value once.
     Only called when every literal is explained: no constant may have been computed from the repeat."""
+    joined = {m.index for p in params for m in (p.mentions or (p.mention,))}
     for p in params:
         if p.free or p.structural or p.reading or p.mention.kind not in ("digits", "word"):
             continue
@@ -907,12 +912,12 @@ def _join_repeats(question: str, params: Sequence[ParamPlan], mentions: Sequence
             continue
         repeats = tuple(
             m for m in mentions
-            if m.index != p.mention.index and m.index not in taken and m.kind == p.mention.kind
+            if m.index not in joined and m.index not in taken and m.kind == p.mention.kind
             and m.text.lower() == p.mention.text.lower() and words_after(question, m, 1) == head
-            and not any(m.index in {mm.index for mm in (q.mentions or (q.mention,))} for q in params)
         )
         if repeats:
             p.mentions = tuple(sorted((p.mention, *repeats), key=lambda m: m.start))
+            joined.update(m.index for m in repeats)
 
 
 def _free_params(question: str, unused: Sequence[Mention], program: PalProgram, restored: dict[int, Any],
@@ -1418,7 +1423,7 @@ def render_source(t: Transcript, program: PalProgram, plan: Plan) -> str:
         f"    root={description.lower()!r},\n"
         "    answer_key='answer',\n"
         + ("    whole_answer=True,\n" if _counts_things(t) else "")
-        + ("    answer_minimum=0,\n" if _is_quantity(t.gold) else "")
+        + ("    answer_minimum=0,\n" if _never_negative(t.gold) else "")
         + ")\n"
     )
     return source
@@ -1432,7 +1437,7 @@ def _counts_things(t: Transcript) -> bool:
         r"liters|litres|gallons|feet|inches|meters|percent)\b", asked, re.IGNORECASE)
 
 
-def _is_quantity(gold: Any) -> bool:
+def _never_negative(gold: Any) -> bool:
     """A GSM8K answer not below zero is a quantity (eggs, dollars, hours): the entry's answer then never
     is either, and a variant that drives it negative ("change" from $20 for $24 of cookies) is a MISS."""
     return isinstance(gold, (int, float)) and not isinstance(gold, bool) and gold >= 0

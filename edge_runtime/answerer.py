@@ -7,8 +7,10 @@ Every failure is a MISS with a reason, never a guess.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Callable, Protocol, Sequence
 
@@ -57,11 +59,25 @@ class Answer:
     path: str = ""
 
 
+def _number(value: Any) -> float | None:
+    """The answer as a float, or None when it is no number (text, a dict, a bool: nothing to judge)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, Decimal)):
+        return None
+    return float(value)
+
+
 def _whole(value: Any) -> bool:
-    """A whole number (or not a number at all: nothing to judge)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A whole number (or not a number at all: nothing to judge). NaN and infinities are not whole."""
+    number = _number(value)
+    if number is None:
         return True
-    return abs(value - round(value)) <= 1e-9 * max(1.0, abs(value))
+    return math.isfinite(number) and abs(number - round(number)) <= 1e-9 * max(1.0, abs(number))
+
+
+def _at_least(value: Any, minimum: float) -> bool:
+    """Not below ``minimum`` (or not a number at all). NaN is below everything."""
+    number = _number(value)
+    return number is None or number >= minimum
 
 
 class Answerer:
@@ -248,8 +264,7 @@ class Answerer:
             return miss("answer_out_of_domain", f"the entry counts things, but its reasoning gives {answer_value!r} "
                         "for these values (a rounding step it never needed)", entry_id=eid, similarity=sim,
                         parameters=values, path=path)
-        if (entry.answer_minimum is not None and isinstance(answer_value, (int, float, Fraction))
-                and not isinstance(answer_value, bool) and answer_value < entry.answer_minimum):
+        if entry.answer_minimum is not None and not _at_least(answer_value, entry.answer_minimum):
             return miss("answer_out_of_domain", f"the entry's answer is at least {entry.answer_minimum:g}, but its "
                         f"reasoning gives {answer_value!r} for these values (they leave the case it was cached for)",
                         entry_id=eid, similarity=sim, parameters=values, path=path)

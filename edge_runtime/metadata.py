@@ -156,6 +156,8 @@ class EntryPoint:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", tuple(self.params))
+        minimum = _optional_number(self.answer_minimum, f"entry {self.id!r}: answer_minimum")
+        object.__setattr__(self, "answer_minimum", minimum)
         names = [p.name for p in self.params]
         if len(set(names)) != len(names):
             raise DefinitionError(f"entry {self.id!r}: duplicate parameter names {names}")
@@ -271,7 +273,7 @@ def entry_from_dict(data: Mapping[str, Any]) -> EntryPoint:
         question=data.get("question", ""),
         answer_key=data.get("answer_key"),
         whole_answer=bool(data.get("whole_answer", False)),
-        answer_minimum=_optional_number(data.get("answer_minimum"), "answer_minimum"),
+        answer_minimum=data.get("answer_minimum"),
     )
 
 

@@ -621,8 +621,16 @@ def test_a_quantity_answer_never_goes_below_zero(importer):
         return paid - packs * per_pack * price
     """, 8)
     entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
-    assert entry.answer_minimum == 0
-    assert answer(entry, compiled, q.replace("$20", "$10")) == -2  # the reasoning says -2; the answerer refuses it
+    assert entry.answer_minimum == 0  # the Answerer refuses what falls below (tests/edge_runtime/test_guard.py)
+    assert answer(entry, compiled, q.replace("$20", "$10")) == -2
+    owed = transcript(q.replace("How much change does he get", "How much is he short"), """
+        packs = 4
+        per_pack = 6
+        price = 0.5
+        paid = 20
+        return paid - packs * per_pack * price - 10
+    """, -2)
+    assert "answer_minimum" not in accepted(importer, owed).source  # a negative gold answer: no such domain
 
 
 def test_a_unit_fraction_is_one_number_read_as_stated_or_as_its_denominator(importer):
@@ -739,3 +747,15 @@ def test_cents_a_program_precomputed_follow_the_dollars(importer):
     entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
     assert "costs $24.00" not in entry.template  # the price is a slot, read in dollars
     assert answer(entry, compiled, q.replace("$24.00", "$27.00").replace("120 washes", "180 washes")) == 15
+
+
+def test_cents_a_program_precomputed_as_dollars_follow_the_cents(importer):
+    q = "Each pencil costs 50 cents. How many dollars does he spend on 4 pencils?"
+    t = transcript(q, """
+        pencils = 4
+        price_dollars = 0.5
+        return pencils * price_dollars
+    """, 2)
+    entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    assert "costs 50 cents" not in entry.template  # 0.5 dollars = 50 / 100
+    assert answer(entry, compiled, q.replace("50 cents", "75 cents")) == 3

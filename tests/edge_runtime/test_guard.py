@@ -229,6 +229,8 @@ def test_the_aligned_path_is_not_refused_for_a_final_question_renamed_throughout
     ({"whole_answer": True}, ((6.3, False), (6.0, True), (7, True)), "6.3"),
     # answer_minimum=0: the answer is a quantity; values that drive it below zero left its domain
     ({"answer_minimum": 0.0}, ((-4.0, False), (0, True), (26.5, True)), "-4.0"),
+    ({"answer_minimum": 0.0}, ((float("nan"), False),), "nan"),
+    ({"whole_answer": True}, ((float("nan"), False), (float("inf"), False)), "reasoning gives"),
 ])
 def test_an_answer_outside_the_entrys_declared_domain_is_a_miss_not_an_answer(declared, outcomes, shown):
     from dataclasses import replace
