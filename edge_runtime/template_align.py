@@ -9,6 +9,9 @@ match and stretches that differ. The path reads values only where that is unambi
 - a differing stretch without slots may change words (a name, an object), never a quantity:
   a number added, removed or changed there ("another set", "after an hour" dropped) means other
   reasoning, and the path declines; a unit may be renamed (ounces → pounds), not added or removed;
+  one exception: whole sentences inserted before the final question that name no operation ("also",
+  "more", "times", "add" ...) and count nothing the template counts ("Each car rental is $500 per
+  day.") are read past, and the guard (IS2) judges their numbers as it does any unexplained number;
 - two template words may not trade places: "10 dollar pencils ... 4 pens" for "10 dollar pens
   ... 4 pencils" swaps the roles of the values;
 - the final question (what the reasoning answers) may not put a word of the rest of the template
@@ -61,6 +64,12 @@ _QUANTITY_WORDS = set(
 )
 #: Words that add an operation without a number ("she bought another set of pots").
 _ADDING_WORDS = {"another", "again", "extra", "additional"}
+#: Words by which an inserted sentence takes part in the reasoning (an added operation), not beside it.
+_OPERATION_WORDS = _ADDING_WORDS | {
+    "also", "additionally", "add", "adds", "added", "plus", "subtract", "subtracts", "minus", "multiply",
+    "multiplies", "divide", "divides", "twist", "times", "twice", "double", "triple", "half", "more", "fewer",
+    "less", "than",
+}
 _UNITS = set(TIME_UNITS)
 _CURRENCY = {"$", "€", "£", "¥", "₹"}
 #: Words too common to mark a swap of roles when they move.
@@ -146,6 +155,7 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     renamed: set[tuple[str, str]] = set()  # (template word, the question's word in its place), before the target
     swapped: set[tuple[str, str]] = set()  # the same, anywhere
     target_start = _target_start(t_tokens)
+    template_words = {w for w in t_norm if w.isalpha() and w not in _COMMON}
     in_target: list[tuple[list[str], list[str]]] = []  # changed words of the final question (template, question)
     phrases_before: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()  # (template phrase, question's), before the target
     phrases_target: list[tuple[tuple[str, ...], tuple[str, ...]]] = []  # the same, in the final question
@@ -172,6 +182,8 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         else:
             phrases_target.append(phrase)
         if not slots:
+            if op == "insert" and i2 <= target_start and _aside(question, q_tokens, j1, j2, template_words):
+                continue  # a sentence stated beside the reasoning: the guard judges its numbers
             if any(_is_quantity(w) or w in _ADDING_WORDS for w in q_words):
                 return None  # a quantity added (or a constant replaced) outside the slots
             if sum(_norm(w) in _UNITS for w in words) != sum(_norm(w) in _UNITS for w in q_words):
@@ -204,6 +216,36 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     if set(values) != set(by_name):
         return None
     return {p.name: values[p.name] for p in params}
+
+
+def _aside(question: str, q_tokens: list[tuple[str, int, int]], j1: int, j2: int, t_words: set[str]) -> bool:
+    """Question tokens ``j1:j2`` (an insertion: ``j2 > j1``) are whole sentences inserted between the
+    template's that state numbers beside the reasoning ("Each car rental is $500 per day.", "The shop
+    opened in 1998."): no question, no word naming an operation ("also", "more", "times", "add" ...:
+    "Additionally, there are 3 times as many yellow squares as red squares."), and every number an
+    amount of money, a year, or a count of something the template does not count ("a squirrel
+    dropped one fry" where the template counts fries; "He ate 2 of them" counts the template's own)."""
+    if j2 <= j1:
+        return False
+    ends = (".", "!")
+    before = question[:q_tokens[j1][1]].rstrip()
+    whole = (not before or before[-1] in ".!?") and q_tokens[j2 - 1][0] in ends
+    # the alignment may take the sentence's full stop from the one before it: ". Each car rental is $500 per day"
+    shifted = q_tokens[j1][0] in ends and j2 < len(q_tokens) and q_tokens[j2][0] in ends
+    tokens = [t for t, _, _ in q_tokens[j1:j2]]
+    if not (whole or shifted) or "?" in tokens or any(t in _OPERATION_WORDS for t in tokens):
+        return False
+    for k, token in enumerate(tokens):
+        if not _is_quantity(token):
+            continue
+        if (k and tokens[k - 1] in _CURRENCY) or re.fullmatch(r"1[89]\d\d|20\d\d", token):
+            continue  # "$500", "in 1998"
+        after = tokens[k + 1:k + 3]
+        if not after or not after[0].isalpha() or after[0] in _COMMON:
+            return False  # "2 of them", "ate 2.", "3 to a friend": it may count what the reasoning counts
+        if any(_norm(w) in t_words for w in after if w.isalpha() and w not in _COMMON):
+            return False  # "one fry", "3 red squares": the template counts it
+    return True
 
 
 def _is_name_word(norm: str) -> bool:

@@ -228,3 +228,32 @@ def test_a_percent_written_as_a_factor_declines():
     assert aligned_values(template, params, percent) == {"rise": "7", "years": "4", "price": "150"}
     assert aligned_values(template, params, percent.replace("7%", "7 percent"))["rise"] == "7"
     assert aligned_values(template, params, percent.replace("7%", "0.07 times")) is None  # not 0.07%
+
+
+CARS = ("Of the {total} available cars for rent, {auto} are automatic cars, {manual} are manual cars, and the "
+        "rest are semi-automatic. What percentage of the cars are semi-automatic?")
+CARS_PARAMS = tuple(Param(name=n, description=n, type=int, original=o, minimum=0)
+                    for n, o in (("total", 20), ("auto", 12), ("manual", 4)))
+
+
+@pytest.mark.parametrize("inserted, read", [
+    ("The shop opened in 1998.", True),  # a sentence beside the reasoning: the guard judges its number
+    ("Each rental is $500 per day.", True),
+    ("Additionally, there are 3 times as many vans as cars.", False),  # names an operation
+    ("The shop also has 5 vans.", False),
+    ("A customer returned 2 cars.", False),  # counts what the template counts
+    ("A customer returned 2 of them.", False),  # may count what the template counts
+    ("Why? The shop opened in 1998.", False),  # a question is no aside
+])
+def test_a_whole_sentence_inserted_beside_the_reasoning(inserted, read):
+    question = CARS.format(total=30, auto=15, manual=5).replace("semi-automatic. What", f"semi-automatic. {inserted} What")
+    values = aligned_values(CARS, CARS_PARAMS, question)
+    assert (values == {"total": "30", "auto": "15", "manual": "5"}) if read else values is None
+
+
+def test_a_number_inserted_into_a_sentence_or_the_final_question_declines():
+    question = CARS.format(total=30, auto=15, manual=5)
+    assert aligned_values(CARS, CARS_PARAMS, "The shop opened in 1998. " + question) is not None  # an aside first
+    assert aligned_values(CARS, CARS_PARAMS, question + " The shop opened in 1998.") is None  # after the final question
+    assert aligned_values(CARS, CARS_PARAMS, question.replace("for rent,", "for rent at $500 a day,")) is None
+    assert aligned_values(CARS, CARS_PARAMS, question.replace("What percentage", "Of 3 vans, what percentage")) is None
