@@ -61,6 +61,7 @@ _NUMBER = re.compile(
     rf"|\b(?:(?:a|an)\s+)?(?:{_STRUCT})\b",
     re.IGNORECASE,
 )
+_FRACTION = re.compile(r"(\d+)\s*/\s*(\d+)")
 _PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|per\s*cent\b)", re.IGNORECASE)
 _ORDINAL_AFTER = re.compile(r"(?:st|nd|rd|th)\b", re.IGNORECASE)
 
@@ -310,7 +311,9 @@ class ReasoningGuard:
                 target = head
             plain = _WORD.findall(literal.lower())
             months = tuple(w for w in dict.fromkeys(plain) if w in MONTH_DAYS)
-            cached = _TemplateFacts(literal, constants, slots, words, frozenset(plain), months, target)
+            fraction_parts = {name: part for pair in re.findall(r"\{(\w+)\}\s*/\s*\{(\w+)\}", entry.template)
+                              for part, name in enumerate(pair, 1)}
+            cached = _TemplateFacts(literal, constants, slots, words, frozenset(plain), months, target, fraction_parts)
             if len(self._templates) < 100_000:
                 self._templates[entry.id] = cached
         return cached
@@ -332,12 +335,15 @@ class ReasoningGuard:
                    if p.choices is None and p.type is not str and p.type is not bool and p.name in values]
         unbound = []
         bound: dict[str, int] = {}
+        parts_taken: set[tuple[int, int]] = set()  # (mention, 1 numerator / 2 denominator) of a fraction "2/5"
         for name, value, reading in numeric:
             slot = facts.slots.get(name, (set(), set()))
             stated = 1 / value if reading == "reciprocal" and value else value  # "two thirds" for the 1.5 of "/ 1.5"
             index = _best(mentions, contexts, used, slot, lambda m: _same(m.values[0], stated))
             if index is None:
                 index = _best(mentions, contexts, used, slot, lambda m: any(_same(v, stated) or _same(v, value) for v in m.values))
+            if index is None and name in facts.fraction_parts:
+                index = _fraction_part(mentions, value, facts.fraction_parts[name], parts_taken)
             if index is None:
                 unbound.append(name)
             else:
@@ -463,6 +469,7 @@ class _TemplateFacts:
     plain_words: frozenset[str]  # every word of the literal text, lower-cased
     months: tuple[str, ...]  # the months it names ("june"), in order: each states its number of days
     target: str  # the template's final question
+    fraction_parts: dict[str, int]  # slots written as a fraction ("{a}/{b}"): 1 numerator, 2 denominator
 
 
 def _context(text: str, start: int, end: int, width: int = 3) -> Context:
@@ -484,6 +491,17 @@ def _best(mentions: Sequence[Mention], contexts: Sequence[Context], used: set[in
         if score > best_score:
             best, best_score = i, score
     return best
+
+
+def _fraction_part(mentions: Sequence[Mention], value: float, part: int, taken: set[tuple[int, int]]) -> int | None:
+    """The fraction ("2/5") whose numerator (``part`` 1) or denominator (2) is ``value``: a template that
+    writes a fraction as two slots ("{a}/{b} of the votes") reads both from the one number."""
+    for i, mention in enumerate(mentions):
+        fraction = _FRACTION.fullmatch(mention.text)
+        if fraction and (i, part) not in taken and _same(float(fraction[part]), value):
+            taken.add((i, part))
+            return i
+    return None
 
 
 def _remove_numbers(text: str) -> str:

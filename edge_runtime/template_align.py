@@ -191,7 +191,9 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
             if i2 > target_start:
                 in_target.append(([_norm(w) for w in words], [_norm(w) for w in q_words]))
             continue
-        read = _read_stretch(slots, by_name, text, q_words)
+        fraction = any(a.startswith(_SLOT) and mid == "/" and b.startswith(_SLOT)
+                       for a, mid, b in zip(stretch, stretch[1:], stretch[2:]))  # "{a}/{b}"
+        read = _read_stretch(slots, by_name, text, q_words, fraction=fraction)
         if read is None:
             return None
         if "of" not in words and any(re.search(rf"{re.escape(span)}\s+of\b", text) for span in read.values()):
@@ -355,8 +357,11 @@ def _renamed_throughout(t_words: list[str], q_words: list[str], renamed: set[tup
     return all((a, b) in renamed for a, b in zip(content_t, content_q))
 
 
-def _read_stretch(slots: list[str], by_name: dict[str, Param], text: str, q_words: list[str]) -> dict[str, str] | None:
-    """The values of a differing stretch's slots: its numbers in order, its choices by name, or its whole text."""
+def _read_stretch(slots: list[str], by_name: dict[str, Param], text: str, q_words: list[str], *,
+                  fraction: bool = False) -> dict[str, str] | None:
+    """The values of a differing stretch's slots: its numbers in order, its choices by name, or its whole text.
+    ``fraction``: the template writes two of the slots as a fraction ("{a}/{b} of the votes"), which the
+    question writes as one token ("2/5"): its numerator and denominator are the two values."""
     if any(name not in by_name for name in slots):
         return None
     kinds = [_kind(by_name[name]) for name in slots]
@@ -366,6 +371,9 @@ def _read_stretch(slots: list[str], by_name: dict[str, Param], text: str, q_word
         return None  # free text next to another slot: no way to tell where one ends
     numbers = number_spans(text)
     numeric_slots = [name for name, kind in zip(slots, kinds) if kind == "number"]
+    split = re.fullmatch(r"(\d+)\s*/\s*(\d+)", numbers[0].strip()) if fraction and len(numbers) == 1 else None
+    if split and len(numeric_slots) == 2:
+        numbers = [split.group(1), split.group(2)]
     if len(numbers) != len(numeric_slots):
         return None
     out = dict(zip(numeric_slots, numbers))

@@ -3,6 +3,8 @@ and its place in the Answerer (a refusal is a MISS "reasoning_changed" before IS
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from edge_runtime.answerer import Answerer
@@ -204,6 +206,20 @@ BALLS = EntryPoint(
     root="answer the balls question",
     answer_key="answer",
 )
+
+
+def test_a_fraction_the_template_writes_as_two_slots_states_both_values():
+    votes = EntryPoint(
+        id="votes", description="votes", root="r", answer_key="answer",
+        template="There are {total} votes. The winner got {num}/{den} of the votes. How many votes did the loser get?",
+        params=tuple(Param(n, n, int, o, minimum=1) for n, o in (("total", 100), ("num", 3), ("den", 4))),
+    )
+    question = "There are 80 ballots. The winner got 2/5 of the ballots. How many ballots did the loser get?"
+    assert check(votes, question, {"total": 80, "num": 2, "den": 5}, "aligned") is None
+    assert check(votes, question, {"total": 80, "num": 5, "den": 2}, "aligned") is not None  # parts in their places
+    assert check(votes, question, {"total": 80, "num": 2, "den": 2}, "aligned") is not None  # one part read twice
+    loose = replace(votes, id="loose", template=votes.template.replace("{num}/{den}", "{num} out of every {den}"))
+    assert check(loose, question, {"total": 80, "num": 2, "den": 5}, "aligned") is not None  # no fraction slots
 
 
 def test_a_value_read_as_a_reciprocal_is_a_stated_number():

@@ -257,3 +257,12 @@ def test_a_number_inserted_into_a_sentence_or_the_final_question_declines():
     assert aligned_values(CARS, CARS_PARAMS, question + " The shop opened in 1998.") is None  # after the final question
     assert aligned_values(CARS, CARS_PARAMS, question.replace("for rent,", "for rent at $500 a day,")) is None
     assert aligned_values(CARS, CARS_PARAMS, question.replace("What percentage", "Of 3 vans, what percentage")) is None
+
+
+def test_a_fraction_the_template_writes_as_two_slots_is_read_as_its_two_numbers():
+    template = "There are {total} votes. The winner got {num}/{den} of the votes. How many votes did the loser get?"
+    params = tuple(Param(name=n, description=n, type=int, original=o, minimum=1)
+                   for n, o in (("total", 100), ("num", 3), ("den", 4)))
+    question = "There are 80 ballots. The winner got 2/5 of the ballots. How many ballots did the loser get?"
+    assert aligned_values(template, params, question) == {"total": "80", "num": "2", "den": "5"}
+    assert aligned_values(template, params, question.replace("2/5", "0.4")) is None  # one number for two slots
