@@ -62,6 +62,8 @@ _NUMBER = re.compile(
     re.IGNORECASE,
 )
 _FRACTION = re.compile(r"(\d+)\s*/\s*(\d+)")
+_PARTS = r"(?:halves|thirds|quarters|fourths|fifths|sixths|sevenths|eighths|ninths|tenths)\b"
+_WORDED_FRACTION = re.compile(rf"(.+?)[\s-]+{_PARTS}", re.IGNORECASE)  # "two thirds"
 _PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|per\s*cent\b)", re.IGNORECASE)
 _ORDINAL_AFTER = re.compile(r"(?:st|nd|rd|th)\b", re.IGNORECASE)
 
@@ -313,6 +315,7 @@ class ReasoningGuard:
             months = tuple(w for w in dict.fromkeys(plain) if w in MONTH_DAYS)
             fraction_parts = {name: part for pair in re.findall(r"\{(\w+)\}\s*/\s*\{(\w+)\}", entry.template)
                               for part, name in enumerate(pair, 1)}
+            fraction_parts.update((name, 1) for name in re.findall(rf"\{{(\w+)\}}[\s-]+{_PARTS}", entry.template))
             cached = _TemplateFacts(literal, constants, slots, words, frozenset(plain), months, target, fraction_parts)
             if len(self._templates) < 100_000:
                 self._templates[entry.id] = cached
@@ -366,7 +369,13 @@ class ReasoningGuard:
 
         # 2. the template's own numbers (the reasoning's constants) are stated with the same value.
         missing = []
+        # the fraction word after a numerator slot ("{n} thirds") is stated by the fraction the slot was read from
+        parts_stated = [re.split(r"[\s-]+", mentions[i].text.lower())[-1] for i, part in parts_taken
+                        if part == 1 and _WORDED_FRACTION.fullmatch(mentions[i].text)]
         for constant, context in facts.constants:
+            if constant.text.lower() in parts_stated:
+                parts_stated.remove(constant.text.lower())
+                continue
             index = _best(mentions, contexts, used, context, lambda m: _shares_value(m, constant))
             if index is None:
                 if not constant.weak:
@@ -494,11 +503,16 @@ def _best(mentions: Sequence[Mention], contexts: Sequence[Context], used: set[in
 
 
 def _fraction_part(mentions: Sequence[Mention], value: float, part: int, taken: set[tuple[int, int]]) -> int | None:
-    """The fraction ("2/5") whose numerator (``part`` 1) or denominator (2) is ``value``: a template that
-    writes a fraction as two slots ("{a}/{b} of the votes") reads both from the one number."""
+    """The fraction ("2/5", "two thirds") whose numerator (``part`` 1) or denominator (2) is ``value``: a
+    template that writes a fraction as two slots ("{a}/{b} of the votes") or its numerator as one ("{n}
+    thirds of what it was") reads them from the one number."""
     for i, mention in enumerate(mentions):
+        if (i, part) in taken:
+            continue
         fraction = _FRACTION.fullmatch(mention.text)
-        if fraction and (i, part) not in taken and _same(float(fraction[part]), value):
+        worded = _WORDED_FRACTION.fullmatch(mention.text) if part == 1 else None
+        numbers = (float(fraction[part]),) if fraction else (_read(worded[1]) or ()) if worded else ()
+        if numbers and _same(numbers[0], value):
             taken.add((i, part))
             return i
     return None

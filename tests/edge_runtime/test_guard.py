@@ -220,6 +220,10 @@ def test_a_fraction_the_template_writes_as_two_slots_states_both_values():
     assert check(votes, question, {"total": 80, "num": 2, "den": 2}, "aligned") is not None  # one part read twice
     loose = replace(votes, id="loose", template=votes.template.replace("{num}/{den}", "{num} out of every {den}"))
     assert check(loose, question, {"total": 80, "num": 2, "den": 5}, "aligned") is not None  # no fraction slots
+    worded = replace(votes, id="worded", template=votes.template.replace("{num}/{den}", "{num} fifths"),
+                     params=votes.params[:2])
+    assert check(worded, question.replace("2/5", "two fifths"), {"total": 80, "num": 2}, "aligned") is None
+    assert check(worded, question.replace("2/5", "two fifths"), {"total": 80, "num": 5}, "aligned") is not None
 
 
 def test_a_value_read_as_a_reciprocal_is_a_stated_number():
