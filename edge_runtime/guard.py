@@ -64,6 +64,7 @@ _NUMBER = re.compile(
 _FRACTION = re.compile(r"(\d+)\s*/\s*(\d+)")
 _PARTS = r"(?:halves|thirds|quarters|fourths|fifths|sixths|sevenths|eighths|ninths|tenths)\b"
 _WORDED_FRACTION = re.compile(rf"(.+?)[\s-]+{_PARTS}", re.IGNORECASE)  # "two thirds"
+_SHARE_BETWEEN = re.compile(r"\s+(?:times\s+)?of\s+(?:(?:a|an)\s+)?", re.IGNORECASE)
 _PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|per\s*cent\b)", re.IGNORECASE)
 _ORDINAL_AFTER = re.compile(r"(?:st|nd|rd|th)\b", re.IGNORECASE)
 
@@ -348,6 +349,12 @@ class ReasoningGuard:
             if index is None and name in facts.fraction_parts:
                 index = _fraction_part(mentions, value, facts.fraction_parts[name], parts_taken)
             if index is None:
+                pair = _share_of(question, mentions, used, value)
+                if pair is not None:  # "half of 40" states the 20
+                    used.update(pair)
+                    bound[name] = pair[1]
+                    continue
+            if index is None:
                 unbound.append(name)
             else:
                 used.add(index)
@@ -515,6 +522,18 @@ def _fraction_part(mentions: Sequence[Mention], value: float, part: int, taken: 
         if numbers and _same(numbers[0], value):
             taken.add((i, part))
             return i
+    return None
+
+
+def _share_of(text: str, mentions: Sequence[Mention], used: set[int], value: float) -> tuple[int, int] | None:
+    """Two unused neighbouring mentions that state ``value`` as a share of a number ("half of 40",
+    "3/5 of 20", "half of a thousand"), as the value reader reads such a span."""
+    for i, (share, whole) in enumerate(zip(mentions, mentions[1:])):
+        between = text[share.end:whole.start]
+        if (i not in used and i + 1 not in used and _SHARE_BETWEEN.fullmatch(between)
+                and (0 < share.values[0] < 1 or "times" in between.lower())  # "2 of 5" is no product
+                and _same(share.values[0] * whole.values[0], value)):
+            return i, i + 1
     return None
 
 

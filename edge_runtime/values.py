@@ -68,6 +68,27 @@ def share_of_power(match: re.Match[str]) -> Fraction:
         raise ConversionError(f"{match.group(0)!r} divides by zero") from exc
 
 
+#: A whole span that is a share of a number: "half of 40", "3/5 of 20", "1.5 times of 8" (one value, 20, 12, 12).
+_SHARE_OF = re.compile(r"(?P<share>.+?)\s+(?P<times>times\s+)?of\s+(?P<whole>.+)", re.IGNORECASE)
+
+
+def _share_of(body: str) -> Fraction | None:
+    """The value of a span that is entirely a share of a number, else None. The share must read as one:
+    below 1 ("half", "3/5", "0.2") or said with "times"; "2 of 5" (two out of five) is not a product."""
+    match = _SHARE_OF.fullmatch(body)
+    if match is None:
+        return None
+    try:
+        share, whole = parse_quantity(match["share"]), parse_quantity(match["whole"])
+    except ConversionError:
+        return None
+    if share.unit is not None or whole.unit is not None or whole.value < 0:
+        return None
+    if not (0 < share.value < 1 or (match["times"] and share.value > 0)):
+        return None
+    return Fraction(share.value) * Fraction(whole.value)
+
+
 @dataclass(frozen=True)
 class Quantity:
     """A number with its unit kept apart, so an entry can check the unit instead of it being silently dropped."""
@@ -87,6 +108,9 @@ def parse_quantity(text: str) -> Quantity:
     share = SHARE_OF_POWER.fullmatch(body)
     if share:
         value = share_of_power(share)
+        return Quantity(int(value) if value.denominator == 1 else value, None, text)
+    value = _share_of(body)
+    if value is not None:
         return Quantity(int(value) if value.denominator == 1 else value, None, text)
     prefix = _PREFIX.match(body)
     if prefix["s1"] and prefix["s2"]:

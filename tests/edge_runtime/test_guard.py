@@ -226,6 +226,18 @@ def test_a_fraction_the_template_writes_as_two_slots_states_both_values():
     assert check(worded, question.replace("2/5", "two fifths"), {"total": 80, "num": 5}, "aligned") is not None
 
 
+def test_a_share_of_a_number_states_its_value():
+    sodas = EntryPoint(
+        id="sodas", description="sodas", root="r", answer_key="answer",
+        template="Tom buys {sodas} sodas at $2 each. How much does he pay?",
+        params=(Param("sodas", "sodas bought", int, 10, minimum=0),),
+    )
+    question = "Tom buys half of 40 sodas at $2 each. How much does he pay?"
+    assert check(sodas, question, {"sodas": 20}, "aligned") is None
+    assert check(sodas, question, {"sodas": 80}, "aligned") is not None
+    assert check(sodas, question.replace("half of", "2 of"), {"sodas": 80}, "aligned") is not None  # no share
+
+
 def test_a_value_read_as_a_reciprocal_is_a_stated_number():
     question = "A juggler can juggle 60 balls. Two thirds of the balls are golf balls. How many golf balls are there?"
     assert check(BALLS, question, {"total": 60, "golf": 1.5}, "lm-draft") is None  # "two thirds" states 1/1.5
