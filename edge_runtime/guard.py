@@ -314,10 +314,11 @@ class ReasoningGuard:
                 target = head
             plain = _WORD.findall(literal.lower())
             months = tuple(w for w in dict.fromkeys(plain) if w in MONTH_DAYS)
-            fraction_parts = {name: part for pair in re.findall(r"\{(\w+)\}\s*/\s*\{(\w+)\}", entry.template)
-                              for part, name in enumerate(pair, 1)}
-            fraction_parts.update((name, 1) for name in re.findall(rf"\{{(\w+)\}}[\s-]+{_PARTS}", entry.template))
-            cached = _TemplateFacts(literal, constants, slots, words, frozenset(plain), months, target, fraction_parts)
+            fraction_pairs = re.findall(r"\{(\w+)\}\s*/\s*\{(\w+)\}", entry.template)
+            worded = {name: word.lower() for name, word in re.findall(rf"\{{(\w+)\}}[\s-]+({_PARTS})", entry.template)}
+            before_of = frozenset(re.findall(r"\{(\w+)\}\s+(?:times\s+)?of\b", entry.template))
+            cached = _TemplateFacts(literal, constants, slots, words, frozenset(plain), months, target,
+                                    fraction_pairs, worded, before_of)
             if len(self._templates) < 100_000:
                 self._templates[entry.id] = cached
         return cached
@@ -339,17 +340,20 @@ class ReasoningGuard:
                    if p.choices is None and p.type is not str and p.type is not bool and p.name in values]
         unbound = []
         bound: dict[str, int] = {}
-        parts_taken: set[tuple[int, int]] = set()  # (mention, 1 numerator / 2 denominator) of a fraction "2/5"
+        # a fraction the template writes in slots ("{a}/{b}", "{n} thirds") is stated by one fraction of the
+        # question ("2/5", "two thirds") holding all its slots' values, first
+        stated_words = _bind_fractions(facts, mentions, values, used, bound)
         for name, value, reading in numeric:
+            if name in bound:
+                continue
             slot = facts.slots.get(name, (set(), set()))
             stated = 1 / value if reading == "reciprocal" and value else value  # "two thirds" for the 1.5 of "/ 1.5"
             index = _best(mentions, contexts, used, slot, lambda m: _same(m.values[0], stated))
             if index is None:
                 index = _best(mentions, contexts, used, slot, lambda m: any(_same(v, stated) or _same(v, value) for v in m.values))
-            if index is None and name in facts.fraction_parts:
-                index = _fraction_part(mentions, value, facts.fraction_parts[name], parts_taken)
-            if index is None:
-                pair = _share_of(question, mentions, used, value)
+            if index is None and name not in facts.before_of:  # "{f} of the {n} students": the "of" is the template's
+                others = [v for n, v, _ in numeric if n != name]
+                pair = _share_of(question, mentions, used, value, others)
                 if pair is not None:  # "half of 40" states the 20
                     used.update(pair)
                     bound[name] = pair[1]
@@ -376,12 +380,9 @@ class ReasoningGuard:
 
         # 2. the template's own numbers (the reasoning's constants) are stated with the same value.
         missing = []
-        # the fraction word after a numerator slot ("{n} thirds") is stated by the fraction the slot was read from
-        parts_stated = [re.split(r"[\s-]+", mentions[i].text.lower())[-1] for i, part in parts_taken
-                        if part == 1 and _WORDED_FRACTION.fullmatch(mentions[i].text)]
         for constant, context in facts.constants:
-            if constant.text.lower() in parts_stated:
-                parts_stated.remove(constant.text.lower())
+            if constant.text.lower() in stated_words:  # "thirds" of "{n} thirds", stated by "two thirds"
+                stated_words.remove(constant.text.lower())
                 continue
             index = _best(mentions, contexts, used, context, lambda m: _shares_value(m, constant))
             if index is None:
@@ -485,7 +486,9 @@ class _TemplateFacts:
     plain_words: frozenset[str]  # every word of the literal text, lower-cased
     months: tuple[str, ...]  # the months it names ("june"), in order: each states its number of days
     target: str  # the template's final question
-    fraction_parts: dict[str, int]  # slots written as a fraction ("{a}/{b}"): 1 numerator, 2 denominator
+    fraction_pairs: list[tuple[str, str]]  # slots written as a fraction: "{a}/{b}"
+    worded_numerators: dict[str, str]  # a slot before a fraction word: "{n} thirds" -> {"n": "thirds"}
+    before_of: frozenset[str]  # slots the template writes right before "of": "{f} of the students"
 
 
 def _context(text: str, start: int, end: int, width: int = 3) -> Context:
@@ -509,31 +512,52 @@ def _best(mentions: Sequence[Mention], contexts: Sequence[Context], used: set[in
     return best
 
 
-def _fraction_part(mentions: Sequence[Mention], value: float, part: int, taken: set[tuple[int, int]]) -> int | None:
-    """The fraction ("2/5", "two thirds") whose numerator (``part`` 1) or denominator (2) is ``value``: a
-    template that writes a fraction as two slots ("{a}/{b} of the votes") or its numerator as one ("{n}
-    thirds of what it was") reads them from the one number."""
-    for i, mention in enumerate(mentions):
-        if (i, part) in taken:
+def _bind_fractions(facts: "_TemplateFacts", mentions: Sequence[Mention], values: dict[str, Any], used: set[int],
+                    bound: dict[str, int]) -> list[str]:
+    """Bind the slots the template writes as a fraction to one unused fraction of the question that holds
+    all their values: "{a}/{b}" to "2/5" (a=2, b=5, never crossed with another fraction or pieced together
+    from two numbers), "{n} thirds" to "two thirds" (the same fraction word). Returns the fraction words so
+    stated, which the template's constants then need not find again."""
+    stated_words: list[str] = []
+    for a, b in facts.fraction_pairs:
+        if a not in values or b not in values:
             continue
-        fraction = _FRACTION.fullmatch(mention.text)
-        worded = _WORDED_FRACTION.fullmatch(mention.text) if part == 1 else None
-        numbers = (float(fraction[part]),) if fraction else (_read(worded[1]) or ()) if worded else ()
-        if numbers and _same(numbers[0], value):
-            taken.add((i, part))
-            return i
-    return None
+        for i, mention in enumerate(mentions):
+            fraction = _FRACTION.fullmatch(mention.text)
+            if (i not in used and fraction and _same(float(fraction[1]), float(values[a]))
+                    and _same(float(fraction[2]), float(values[b]))):
+                used.add(i)
+                bound[a] = bound[b] = i
+                break
+    for name, word in facts.worded_numerators.items():
+        if name not in values or name in bound:
+            continue
+        for i, mention in enumerate(mentions):
+            worded = _WORDED_FRACTION.fullmatch(mention.text)
+            numerator = _read(worded[1]) if worded else None
+            if (i not in used and numerator and re.split(r"[\s-]+", mention.text.lower())[-1] == word
+                    and _same(numerator[0], float(values[name]))):
+                used.add(i)
+                bound[name] = i
+                stated_words.append(word)
+                break
+    return stated_words
 
 
-def _share_of(text: str, mentions: Sequence[Mention], used: set[int], value: float) -> tuple[int, int] | None:
+def _share_of(text: str, mentions: Sequence[Mention], used: set[int], value: float,
+              others: Sequence[float]) -> tuple[int, int] | None:
     """Two unused neighbouring mentions that state ``value`` as a share of a number ("half of 40",
-    "3/5 of 20", "half of a thousand"), as the value reader reads such a span."""
+    "3/5 of 20", "half of a thousand"), as the value reader reads such a span. Not a percentage or an
+    amount of money, and not a share of a number another slot holds ("3/4 of 40 students" where the
+    entry's 40 students are a slot of their own: the 30 is then the reasoning's to compute)."""
     for i, (share, whole) in enumerate(zip(mentions, mentions[1:])):
         between = text[share.end:whole.start]
-        if (i not in used and i + 1 not in used and _SHARE_BETWEEN.fullmatch(between)
-                and (0 < share.values[0] < 1 or "times" in between.lower())  # "2 of 5" is no product
-                and _same(share.values[0] * whole.values[0], value)):
-            return i, i + 1
+        if (i in used or i + 1 in used or not _SHARE_BETWEEN.fullmatch(between)
+                or share.percent or share.money or whole.percent or whole.money
+                or any(_same(whole.values[0], other) for other in others)):
+            continue
+        if (0 < share.values[0] < 1 or "times" in between.lower()) and _same(share.values[0] * whole.values[0], value):
+            return i, i + 1  # "2 of 5" is no product
     return None
 
 

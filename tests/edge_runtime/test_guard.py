@@ -3,6 +3,7 @@ and its place in the Answerer (a refusal is a MISS "reasoning_changed" before IS
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -226,6 +227,35 @@ def test_a_fraction_the_template_writes_as_two_slots_states_both_values():
     assert check(worded, question.replace("2/5", "two fifths"), {"total": 80, "num": 5}, "aligned") is not None
 
 
+def test_a_fraction_in_slots_is_never_pieced_together_or_crossed():
+    def entry(eid, template):
+        names = re.findall(r"\{(\w+)\}", template)
+        return EntryPoint(id=eid, description=eid, root="r", answer_key="answer", template=template,
+                          params=tuple(Param(n, n, float, 1.0, minimum=0) for n in dict.fromkeys(names)))
+
+    votes = entry("v2", "There are {total} votes. The winner got {num}/{den} of the votes. How many did the loser get?")
+    pieced = "There are 80 votes from 2 towns. The winner got 3/5 of the votes. How many did the loser get?"
+    assert check(votes, pieced, {"total": 80, "num": 2, "den": 5}, "lm-draft") is not None  # the 2 is the towns'
+    two = entry("two", "Ann ate {a}/{b} of the pie and Bob ate {c}/{d} of the cake. How much did they eat?")
+    question = "Ann ate 2/5 of the pie and Bob ate 3/7 of the cake. How much did they eat?"
+    assert check(two, question, {"a": 2, "b": 5, "c": 3, "d": 7}, "lm-draft") is None
+    assert check(two, question, {"a": 2, "b": 7, "c": 3, "d": 5}, "lm-draft") is not None  # crossed
+    whole = entry("whole", "Ann ate {p} of the pie. Bob ate {a}/{b} of the cake. How much did they eat?")
+    taken = "Ann ate 2/5 of the pie. Bob ate some of the cake. How much did they eat?"
+    assert check(whole, taken, {"p": 0.4, "a": 2, "b": 5}, "lm-draft") is not None  # 2/5 is Ann's alone
+
+
+def test_a_share_of_a_number_the_template_writes_in_slots_is_not_one_value():
+    girls = EntryPoint(
+        id="girls", description="girls", root="r", answer_key="answer",
+        template="A school has {n} students. {f} of the {n} students are girls. How many boys are there?",
+        params=(Param("n", "students", int, 40, minimum=0), Param("f", "share of girls", float, 0.5, minimum=0)),
+    )
+    question = "A school has 40 students. 3/4 of 40 students are girls. How many boys are there?"
+    assert check(girls, question, {"n": 40, "f": 0.75}, "lm-draft") is None
+    assert check(girls, question, {"n": 40, "f": 30.0}, "lm-draft") is not None  # "3/4 of 40" is the template's
+
+
 def test_a_share_of_a_number_states_its_value():
     sodas = EntryPoint(
         id="sodas", description="sodas", root="r", answer_key="answer",
@@ -236,6 +266,7 @@ def test_a_share_of_a_number_states_its_value():
     assert check(sodas, question, {"sodas": 20}, "aligned") is None
     assert check(sodas, question, {"sodas": 80}, "aligned") is not None
     assert check(sodas, question.replace("half of", "2 of"), {"sodas": 80}, "aligned") is not None  # no share
+    assert check(sodas, question.replace("40", "40%"), {"sodas": 20}, "aligned") is not None  # no share of a rate
 
 
 def test_a_value_read_as_a_reciprocal_is_a_stated_number():
