@@ -1430,10 +1430,12 @@ def render_source(t: Transcript, program: PalProgram, plan: Plan) -> str:
 
 
 def _counts_things(t: Transcript) -> bool:
-    """The question asks "how many" and its gold answer is whole: the answer is a count."""
+    """The question asks "how many" and its gold answer is whole: the answer is a count. Days count too
+    ("how many days will the food last": 2.5 means the program lacks a rounding step); a measure does not
+    ("how many hours does he walk")."""
     asked = re.split(r"(?<=[.!])\s+", t.question.strip())[-1]
     return isinstance(t.gold, int) and bool(re.search(r"\bhow many\b", asked, re.IGNORECASE)) and not re.search(
-        r"\bhow many (?:more |fewer )?(?:dollars|cents|hours|minutes|days|weeks|years|miles|pounds|ounces|grams|kilograms|"
+        r"\bhow many (?:more |fewer )?(?:dollars|cents|hours|minutes|weeks|years|miles|pounds|ounces|grams|kilograms|"
         r"liters|litres|gallons|feet|inches|meters|percent)\b", asked, re.IGNORECASE)
 
 

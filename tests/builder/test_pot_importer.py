@@ -609,6 +609,23 @@ def test_a_count_is_marked_a_whole_answer(importer):
     result = accepted(importer, whole)
     entry, _ = load_entry(result.source, result.id)
     assert entry.whole_answer
+    days = transcript("Imma feeds her 2 cats twice a day with 60 grams each. How many days will 480 grams last?", """
+        cats = 2
+        feeds = 2
+        grams = 60
+        food = 480
+        return food / (cats * feeds * grams)
+    """, 2)  # 2.5 days for 500 grams is no answer to "how many days": the program lacks a rounding step
+    assert "whole_answer=True" in accepted(importer, days).source
+    hours = transcript("Tom walks 4 miles at 2 miles per hour and 4 miles at 4 miles per hour. How many hours does "
+                       "he walk?", """
+        a = 4
+        b = 2
+        c = 4
+        d = 4
+        return a / b + c / d
+    """, 3)
+    assert "whole_answer" not in accepted(importer, hours).source  # hours are a measure
 
 
 def test_a_quantity_answer_never_goes_below_zero(importer):
