@@ -342,7 +342,7 @@ class ReasoningGuard:
         bound: dict[str, int] = {}
         # a fraction the template writes in slots ("{a}/{b}", "{n} thirds") is stated by one fraction of the
         # question ("2/5", "two thirds") holding all its slots' values, first
-        stated_words = _bind_fractions(facts, mentions, values, used, bound)
+        stated_words = _bind_fractions(facts, mentions, {name: value for name, value, _ in numeric}, used, bound)
         for name, value, reading in numeric:
             if name in bound:
                 continue
@@ -512,7 +512,7 @@ def _best(mentions: Sequence[Mention], contexts: Sequence[Context], used: set[in
     return best
 
 
-def _bind_fractions(facts: "_TemplateFacts", mentions: Sequence[Mention], values: dict[str, Any], used: set[int],
+def _bind_fractions(facts: "_TemplateFacts", mentions: Sequence[Mention], values: dict[str, float], used: set[int],
                     bound: dict[str, int]) -> list[str]:
     """Bind the slots the template writes as a fraction to one unused fraction of the question that holds
     all their values: "{a}/{b}" to "2/5" (a=2, b=5, never crossed with another fraction or pieced together
@@ -524,8 +524,8 @@ def _bind_fractions(facts: "_TemplateFacts", mentions: Sequence[Mention], values
             continue
         for i, mention in enumerate(mentions):
             fraction = _FRACTION.fullmatch(mention.text)
-            if (i not in used and fraction and _same(float(fraction[1]), float(values[a]))
-                    and _same(float(fraction[2]), float(values[b]))):
+            if (i not in used and fraction and _same(float(fraction[1]), values[a])
+                    and _same(float(fraction[2]), values[b])):
                 used.add(i)
                 bound[a] = bound[b] = i
                 break
@@ -536,7 +536,7 @@ def _bind_fractions(facts: "_TemplateFacts", mentions: Sequence[Mention], values
             worded = _WORDED_FRACTION.fullmatch(mention.text)
             numerator = _read(worded[1]) if worded else None
             if (i not in used and numerator and re.split(r"[\s-]+", mention.text.lower())[-1] == word
-                    and _same(numerator[0], float(values[name]))):
+                    and _same(numerator[0], values[name])):
                 used.add(i)
                 bound[name] = i
                 stated_words.append(word)

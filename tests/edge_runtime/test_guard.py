@@ -407,3 +407,13 @@ def test_a_month_of_other_length_is_a_changed_constant():
     september = "Each day Derrick bakes 15 dozen doughnuts and sells them at $3 each. How much does he make in September?"
     assert check(entry, september, values) is None
     assert "June" in check(entry, september.replace("September", "July"), values)
+
+
+def test_a_text_slot_written_as_a_fraction_is_judged_not_a_crash():
+    odd = EntryPoint(
+        id="odd", description="odd", root="r", answer_key="answer",
+        template="Mix {a}/{b} of the paint with 1/2 of the water. How much paint is left?",
+        params=(Param("a", "colour", str, "red"), Param("b", "parts", int, 4, minimum=1)),
+    )
+    question = "Mix blue/4 of the paint with 1/2 of the water. How much paint is left?"
+    assert check(odd, question, {"a": "blue", "b": 4}, "aligned") is None
