@@ -241,7 +241,10 @@ class Answerer:
         eid, sim, values, path = chosen
         if self.guard is not None:
             t = time.perf_counter()
-            refusal = self.guard(self.entries[eid], query, values, path)
+            try:
+                refusal = self.guard(self.entries[eid], query, values, path)
+            except Exception as exc:  # noqa: BLE001 - a guard that cannot judge refuses: a miss is never a wrong answer
+                refusal = f"the guard could not judge this question ({type(exc).__name__}: {exc})"
             timings["is2_ms"] += (time.perf_counter() - t) * 1000
             if refusal:
                 return miss("reasoning_changed", refusal, entry_id=eid, similarity=sim, parameters=values, path=path)

@@ -417,3 +417,16 @@ def test_a_text_slot_written_as_a_fraction_is_judged_not_a_crash():
     )
     question = "Mix blue/4 of the paint with 1/2 of the water. How much paint is left?"
     assert check(odd, question, {"a": "blue", "b": 4}, "aligned") is None
+
+
+def test_a_guard_that_fails_refuses_instead_of_failing_the_call():
+    def broken(entry, question, values, path):
+        raise ValueError("cannot read this")
+
+    def executor(digest, entry_id, source, values, timeout):
+        return Execution({"answer": 1}, [])
+
+    answerer = Answerer(name="t", version="1", digest="d", entries={"b": BALLS}, modules={"b": ""},
+                        router=None, threshold=0.5, extractor=_Extractor(), executor=executor, guard=broken)
+    served = answerer.answer("A juggler can juggle 80 balls. Half of the balls are golf balls. How many golf balls are there?")
+    assert not served.hit and served.miss_reason == "reasoning_changed" and "could not judge" in served.miss_detail
