@@ -845,12 +845,13 @@ def plan_parameters(
             why = derived.get(p.name) or "a failed round trip"
             constants.append(f"{format_value(p.original)} ({p.name}, kept constant: {why})")
     settled = free_numbers and not unexplained and not frozen_all  # no constant may come from a stated number
+    read = {mm.index for mm, _ in assigned.values()}  # mentions a literal reads
     if settled:
-        _join_repeats(question, kept, mentions, {mm.index for mm, _ in assigned.values()})
+        _join_repeats(question, kept, mentions, read)
     used = {m.index for p in kept for m in (p.mentions or (p.mention,))}
     spans = [(m.start, m.end) for p in kept for m in (p.mentions or (p.mention,))]
     unused_mentions = [m for m in mentions if m.kind in ("digits", "word") and m.index not in used
-                       and m.index not in {mm.index for mm, _ in assigned.values()}
+                       and m.index not in read
                        and not any(a < m.end and m.start < b for a, b in spans)]  # "One" of "One third"
     unused = [repr(m.text) for m in unused_mentions]
     if settled:

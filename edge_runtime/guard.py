@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 from edge_runtime.errors import ConversionError
 from edge_runtime.metadata import EntryPoint
-from edge_runtime.values import MONTH_DAYS, SHARE_OF_POWER, TIME_UNITS, parse_quantity, share_of_power
+from edge_runtime.values import MONTH_DAYS, SHARE_OF_POWER, TIME_UNITS, parse_quantity, reads_as_share, share_of_power
 
 # ---- numbers in text ---------------------------------------------------------------------------
 
@@ -354,10 +354,9 @@ class ReasoningGuard:
             if index is None and name not in facts.before_of:  # "{f} of the {n} students": the "of" is the template's
                 others = [v for n, v, _ in numeric if n != name]
                 pair = _share_of(question, mentions, used, value, others)
-                if pair is not None:  # "half of 40" states the 20
-                    used.update(pair)
-                    bound[name] = pair[1]
-                    continue
+                if pair is not None:  # "half of 40" states the 20: both numbers are the slot's
+                    used.add(pair[0])
+                    index = pair[1]
             if index is None:
                 unbound.append(name)
             else:
@@ -556,8 +555,8 @@ def _share_of(text: str, mentions: Sequence[Mention], used: set[int], value: flo
                 or share.percent or share.money or whole.percent or whole.money
                 or any(_same(whole.values[0], other) for other in others)):
             continue
-        if (0 < share.values[0] < 1 or "times" in between.lower()) and _same(share.values[0] * whole.values[0], value):
-            return i, i + 1  # "2 of 5" is no product
+        if reads_as_share(share.values[0], "times" in between.lower()) and _same(share.values[0] * whole.values[0], value):
+            return i, i + 1
     return None
 
 

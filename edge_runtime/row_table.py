@@ -52,8 +52,9 @@ class RowTable:
         return out[0] if single else out
 
     def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
-        """The whole table (free generation on the optimum layout multiplies by every row)."""
-        table = np.load(self.path)
+        """The whole table (free generation on the optimum layout multiplies by every row): a memory map,
+        not a read of the file, so only a conversion to another ``dtype`` copies it."""
+        table = np.load(self.path, mmap_mode="r")
         return table if dtype is None else table.astype(dtype)
 
     def close(self) -> None:

@@ -72,9 +72,14 @@ def share_of_power(match: re.Match[str]) -> Fraction:
 _SHARE_OF = re.compile(r"(?P<share>.+?)\s+(?P<times>times\s+)?of\s+(?P<whole>.+)", re.IGNORECASE)
 
 
+def reads_as_share(share: float, said_times: bool) -> bool:
+    """Whether "<share> of <number>" is a product: a share below 1 ("half of 40", "3/5 of 20") or one said
+    with "times" ("1.5 times of 8"); "2 of 5" (two out of five) is not. The value reader and the guard agree."""
+    return 0 < share < 1 or (said_times and share > 0)
+
+
 def _share_of(body: str) -> Fraction | None:
-    """The value of a span that is entirely a share of a number, else None. The share must read as one:
-    below 1 ("half", "3/5", "0.2") or said with "times"; "2 of 5" (two out of five) is not a product."""
+    """The value of a span that is entirely a share of a number (``reads_as_share``), else None."""
     match = _SHARE_OF.fullmatch(body)
     if match is None:
         return None
@@ -84,7 +89,7 @@ def _share_of(body: str) -> Fraction | None:
         return None
     if share.unit is not None or whole.unit is not None or whole.value < 0:
         return None
-    if not (0 < share.value < 1 or (match["times"] and share.value > 0)):
+    if not reads_as_share(share.value, bool(match["times"])):
         return None
     return Fraction(share.value) * Fraction(whole.value)
 
@@ -106,10 +111,7 @@ def parse_quantity(text: str) -> Quantity:
     if not body:
         raise ConversionError(f"{text!r} is empty, not a number")
     share = SHARE_OF_POWER.fullmatch(body)
-    if share:
-        value = share_of_power(share)
-        return Quantity(int(value) if value.denominator == 1 else value, None, text)
-    value = _share_of(body)
+    value = share_of_power(share) if share else _share_of(body)
     if value is not None:
         return Quantity(int(value) if value.denominator == 1 else value, None, text)
     prefix = _PREFIX.match(body)
