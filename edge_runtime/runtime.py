@@ -50,6 +50,7 @@ class RuntimeOptions:
     on_disagreement: str = "miss"
     top_k: int = 3
     guard: bool = True  # the changed-reasoning guard between IS2 and IS3 (edge_runtime/guard.py)
+    set_aside_disclaimers: bool = True  # a miss is read again without what it calls irrelevant (disclaimers.py)
     upstream: UpstreamConfig | None = None  # ask the source model on a MISS (off by default)
 
 
@@ -184,6 +185,7 @@ class EdgeRuntime:
             modules=bundle.modules, router=router, threshold=threshold, extractor=extractor,
             executor=self._executor(engine), top_k=self.options.top_k,
             guard=make_guard(getattr(router, "embedder", None)) if self.options.guard else None,
+            set_aside_disclaimers=self.options.set_aside_disclaimers,
         )
 
     def _engine_for(self, bundle: Bundle) -> LMEngine | None:

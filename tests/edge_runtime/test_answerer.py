@@ -75,3 +75,45 @@ def test_a_template_question_is_served_from_the_exact_skeleton_without_a_search(
     answerer.skeleton.search = no_search
     answer = answerer.answer("Sam has 12 pears and buys twenty more pears. How many pears does Sam have?")
     assert answer.hit and answer.entry_id == "pears" and answer.path == "template" and answer.answer == 32
+
+
+# ---- statements the question calls irrelevant ---------------------------------------------------------------
+def _guarded(set_aside: bool) -> Answerer:
+    from edge_runtime.guard import make_guard
+
+    def executor(digest, entry_id, source, values, timeout):
+        return Execution({"answer": values["a"] + values["b"]}, [NarrationStep("f", "added")])
+
+    return Answerer(name="t", version="1", digest="d", entries=ENTRIES, modules={k: "" for k in ENTRIES}, router=None,
+                    threshold=0.5, extractor=Extractor(None), executor=executor, guard=make_guard(),
+                    set_aside_disclaimers=set_aside)
+
+
+def test_a_statement_the_question_calls_irrelevant_is_set_aside_and_narrated():
+    question = ("Sam has 12 pears and buys 20 more pears. He also sees 7 plums at $3 each, but decides not to buy them. "
+                "How many pears does Sam have?")
+    assert not _guarded(set_aside=False).answer(question).hit  # the plums' numbers are not the entry's
+    answer = _guarded(set_aside=True).answer(question)
+    assert answer.hit and answer.entry_id == "pears" and answer.answer == 32
+    assert answer.narration[0].function == "set aside" and "7 plums" in answer.narration[0].text
+
+
+def test_a_question_that_misses_either_way_reports_the_question_as_written():
+    question = ("Sam has 12 pears and buys 20 more pears. He eats 3 pears. He also sees 7 plums, but decides not to buy "
+                "them. How many pears does Sam have?")
+    first = _guarded(set_aside=False).answer(question)
+    answer = _guarded(set_aside=True).answer(question)
+    assert not answer.hit and (answer.miss_reason, answer.miss_detail) == (first.miss_reason, first.miss_detail)
+
+
+def test_a_template_that_holds_a_setting_aside_phrase_matches_as_written():
+    entry = EntryPoint(
+        id="venue", description="venue cost", root="venue cost", answer_key="answer",
+        template="A venue charges {a} dollars, regardless of how many guests attend, and {b} dollars for food. What is the cost?",
+        params=(Param("a", "flat fee", int, 200, minimum=0), Param("b", "food", int, 50, minimum=0)))
+    answerer = _guarded(set_aside=True)
+    answerer.entries = {"venue": entry}
+    answerer.modules = {"venue": ""}
+    answer = answerer.answer(entry.template.format(a=300, b=40), entry_id="venue")
+    assert answer.hit and answer.path == "template" and answer.answer == 340
+    assert all(step.function != "set aside" for step in answer.narration)
