@@ -571,6 +571,8 @@ def _similarity(literal: Literal, question: str, mention: Mention) -> float:
     name_money = bool(_tokens(literal.direct or " ".join(literal.names)) & _MONEY_TOKENS)
     if mention.money and literal.direct and not name_money:
         score -= 0.5
+    elif mention.money and name_money:
+        score += 0.5  # "A 2 x 4 costs $4": the cost is the "$4", not the "4" of "2 x 4"
     if _TIMES.match(question[mention.end:mention.end + 8]):
         if literal.direct and not re.search(r"times|factor|multipl|ratio|rate", literal.direct):
             score -= 0.5

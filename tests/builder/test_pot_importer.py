@@ -776,3 +776,14 @@ def test_cents_a_program_precomputed_as_dollars_follow_the_cents(importer):
     entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
     assert "costs 50 cents" not in entry.template  # 0.5 dollars = 50 / 100
     assert answer(entry, compiled, q.replace("50 cents", "75 cents")) == 3
+
+
+def test_a_price_is_read_from_the_money_mention_not_a_same_valued_size():
+    q = "He has $24 to buy wood. A 2 x 4 costs $4. A 2 x 8 costs $6. How many 2 x 4 boards can he buy?"
+    plan = plan_parameters(q, PalProgram(program(q, """
+        money = 24
+        cost_2x4 = 4
+        return money // cost_2x4
+    """)))
+    cost = next(p for p in plan.params if p.name == "cost_2x4")
+    assert q[cost.mention.start - 1] == "$"  # the "$4", not the 4 of "2 x 4"
