@@ -4,7 +4,8 @@ The answer is always ``{"p1": "v1", "p2": "v2", ...}`` with exactly the entry's
 parameter names in order. Structure tokens are forced (the model is never asked); a
 value is either a span copied verbatim from the question or one of a parameter's
 choices. A small hand-written machine is used instead of a grammar library because
-the grammar is this narrow: the allowed set is computed over a few dozen candidate
+the grammar is this narrow: a copied value starts and ends where a word or number of the
+question does (never "5" out of "0.5"); the allowed set is computed over a few dozen candidate
 tokens, never the 49k vocabulary, and it runs without torch.
 """
 
@@ -104,15 +105,42 @@ class JsonSlotsConstraint:
                 nexts.update(self._closers[self._slot])
             return sorted(nexts)
         closers = list(self._closers[self._slot])
+        text = self._value_text
+        can_close = bool(text.strip()) and any(self._ends_whole(i, text) for i in self._starts(text))
         if len(self._value_ids) >= MAX_VALUE_TOKENS:
             return closers
-        text = self._value_text
         allowed = [
-            t for t in self._candidates if t not in self._closers[self._slot] and (text + self.tokens.token_text(t)) in self.question
+            t for t in self._candidates
+            if t not in self._closers[self._slot] and self._starts(text + self.tokens.token_text(t))
         ]
-        if text.strip():
+        if can_close or (text.strip() and not allowed):  # no whole word to reach: close, validation judges it
             allowed += closers
         return allowed
+
+    def _starts(self, value: str) -> list[int]:
+        """Offsets where ``value`` occurs in the question starting a word or number, not inside one: "5" of
+        "0.5" or "1" of "120" is no value a question states (measured: most of the small model's misreadings
+        of GSM-Plus decimals were such fragments)."""
+        question, found, at = self.question, [], self.question.find(value)
+        lead = len(value) - len(value.lstrip())
+        while at >= 0:
+            j = at + lead
+            if lead == len(value) or j == 0 or not (
+                question[j - 1].isalnum() or (question[j - 1] in ".,/" and j >= 2 and question[j - 2].isdigit() and question[j].isdigit())
+            ):
+                found.append(at)
+            at = question.find(value, at + 1)
+        return found
+
+    def _ends_whole(self, start: int, value: str) -> bool:
+        """Whether ``value`` at ``start`` ends where a word or number ends ("120", not the "12" of it)."""
+        question = self.question
+        k = start + len(value.rstrip())
+        if k >= len(question):
+            return True
+        if question[k].isalnum():
+            return False
+        return not (question[k] in ".,/" and k + 1 < len(question) and question[k + 1].isdigit() and question[k - 1].isdigit())
 
     @property
     def slot(self) -> int:

@@ -598,7 +598,7 @@ def test_a_value_cut_short_by_the_model_is_not_agreement(engine):
         ),
         root="ship boxes",
     )
-    question = "By sea, please ship 21 boxes."
+    question = "In 2 trips by sea, please ship 21 boxes."  # "2" is a whole number of the question too
     assert len(engine.encode("21")) == 2  # digits are single tokens, so '2' is a proper prefix
     with pytest.raises(ExtractionError) as info:
         _ClosesEarly(engine, use_fast_path=False, on_disagreement="miss").extract(entry, question)
@@ -606,6 +606,19 @@ def test_a_value_cut_short_by_the_model_is_not_agreement(engine):
     assert "disagree after" in info.value.detail, info.value.detail
     decoded = _ClosesEarly(engine, use_fast_path=False, on_disagreement="decode")._with_model(entry, question)
     assert decoded.spans == {"mode": "sea", "count": "2"}  # 'decode' serves the model's own reading
+
+
+def test_a_value_cannot_close_inside_a_number_of_the_question(engine):
+    """'2' out of '21' (or '5' out of '0.5') is no number the question states: the machine does not let the model
+    close there, so even a reader that closes as early as it can copies the whole number."""
+    entry = EntryPoint(
+        id="count-late", description="boxes shipped", template="Ship {mode} boxes: {count}.",
+        params=(Param("mode", "transport mode", type=str, original="air", choices=("air", "sea")),
+                Param("count", "number of boxes", type=int, original=21, minimum=1, maximum=100)),
+        root="ship boxes",
+    )
+    decoded = _ClosesEarly(engine, use_fast_path=False, on_disagreement="decode")._with_model(entry, "By sea, please ship 21 boxes.")
+    assert decoded.spans == {"mode": "sea", "count": "21"}
 
 
 class _ReadsRightSpellsClosersShort(Extractor):
