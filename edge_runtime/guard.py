@@ -317,8 +317,10 @@ class ReasoningGuard:
             fraction_pairs = re.findall(r"\{(\w+)\}\s*/\s*\{(\w+)\}", entry.template)
             worded = {name: word.lower() for name, word in re.findall(rf"\{{(\w+)\}}[\s-]+({_PARTS})", entry.template)}
             before_of = frozenset(re.findall(r"\{(\w+)\}\s+(?:times\s+)?of\b", entry.template))
+            percent_slots = frozenset(m.group(1) for m in _SLOT_NAME.finditer(entry.template)
+                                      if _PERCENT_AFTER.match(entry.template, m.end()))
             cached = _TemplateFacts(literal, constants, slots, words, frozenset(plain), months, target,
-                                    fraction_pairs, worded, before_of)
+                                    fraction_pairs, worded, before_of, percent_slots)
             if len(self._templates) < 100_000:
                 self._templates[entry.id] = cached
         return cached
@@ -366,6 +368,15 @@ class ReasoningGuard:
         if cfg.check_values and unbound:
             return Verdict(f"the value read for {unbound[0]!r} ({values[unbound[0]]:g}) is not a number the question states",
                            checks)
+        # 1a. a percent stays a percent: "{p}% more" is not stated by "0.5 times more", nor "{n} times" by "5%"
+        for name, index in bound.items():
+            mention, value = mentions[index], float(values[name])
+            if cfg.check_values and name in facts.percent_slots and not mention.percent:
+                return Verdict(f"the entry reads {name!r} as a percent, but the question states {mention.text!r} as no "
+                               "percent", checks)
+            if cfg.check_values and mention.percent and name not in facts.percent_slots and _same(value, mention.values[0]):
+                return Verdict(f"the question states {mention.text!r} as a percent, but the entry reads {name!r} as a "
+                               "plain number", checks)
         # 1b. (a reworded question) each value's neighbouring words share something with its slot's or its
         # description: "Jane spends less minutes ... 5 more oranges" does not give Jane's 5 minutes.
         if model_path and cfg.check_context:
@@ -413,12 +424,13 @@ class ReasoningGuard:
             overlap = len(words & template_words) / len(words) if words else 0.0
             unit = _unit_words(question, mention, cfg.unit_words)
             head = _unit_words(question, mention, 1)
-            if head and any(_shares_value(mention, other) and head == other_head for other, other_head in bound_heads):
+            sentence_words = set(_WORD.findall(sentence.lower()))
+            adding = bool((sentence_words & _ADDING) - facts.plain_words)  # "she also gives 4"
+            if head and not adding and any(_shares_value(mention, other) and head == other_head
+                                           for other, other_head in bound_heads):
                 continue  # the same quantity stated again ("grows 8 inches in 4 years and gains 40 kg in 4 years")
             unit_shared = bool(unit & template_words) or (cfg.currency_is_unit and (
                 (mention.money and _has_money(literal)) or (mention.percent and _has_percent(literal))))
-            sentence_words = set(_WORD.findall(sentence.lower()))
-            adding = bool((sentence_words & _ADDING) - facts.plain_words)  # "she also gives 4"
             priced = mention.percent and _has_money(literal) and bool(sentence_words & _PRICE_CHANGES)  # "20% off"
             relevant = unit_shared or adding or priced or (model_path and cfg.model_path_all_numbers) or (
                 cfg.sentence_overlap is not None and overlap >= cfg.sentence_overlap)
@@ -471,6 +483,7 @@ class ReasoningGuard:
 
 
 _SLOT = re.compile(r"\{[A-Za-z_]\w*\}")
+_SLOT_NAME = re.compile(r"\{([A-Za-z_]\w*)\}")
 _ARTICLE_UNIT = re.compile(rf"\b(?:after|in|for|within|over)\s+(?:an?|one)\s+(?P<unit>{'|'.join(TIME_UNITS)})\b",
                            re.IGNORECASE)
 Context = tuple[set[str], set[str]]
@@ -488,6 +501,7 @@ class _TemplateFacts:
     fraction_pairs: list[tuple[str, str]]  # slots written as a fraction: "{a}/{b}"
     worded_numerators: dict[str, str]  # a slot before a fraction word: "{n} thirds" -> {"n": "thirds"}
     before_of: frozenset[str]  # slots the template writes right before "of": "{f} of the students"
+    percent_slots: frozenset[str] = frozenset()  # slots the template writes as a percent: "{p}%", "{p} percent"
 
 
 def _context(text: str, start: int, end: int, width: int = 3) -> Context:
@@ -572,7 +586,7 @@ def _unit_words(text: str, mention: Mention, count: int) -> set[str]:
 
 
 #: Words that make an unexplained number part of the reasoning ("she also gives 4 eggs to her neighbour").
-_ADDING = frozenset("another extra again".split())
+_ADDING = frozenset("another extra again additional additionally".split())
 #: Words that add an operation even without a number.
 _ANOTHER = frozenset(["another"])
 #: Words that make a percentage change a price ("now 20% off").

@@ -430,3 +430,46 @@ def test_a_guard_that_fails_refuses_instead_of_failing_the_call():
                         router=None, threshold=0.5, extractor=_Extractor(), executor=executor, guard=broken)
     served = answerer.answer("A juggler can juggle 80 balls. Half of the balls are golf balls. How many golf balls are there?")
     assert not served.hit and served.miss_reason == "reasoning_changed" and "could not judge" in served.miss_detail
+
+
+COGNAC = EntryPoint(
+    id="cognac", description="scotch and cognac",
+    template=("John buys {bottles} bottles of scotch for a total cost of ${cost}.  He also buys twice as many bottles of "
+              "cognac that cost {more}% more per bottle.  How much does he spend on everything?"),
+    params=(Param("bottles", "scotch bottles", int, 10, minimum=0), Param("cost", "scotch cost", float, 600.0),
+            Param("more", "percent more per cognac bottle", float, 50.0)),
+    root="r", answer_key="answer",
+)
+
+
+def test_a_percent_slot_is_not_stated_by_a_plain_number():
+    times = ("John buys 10 bottles of scotch for a total cost of $600.  He also buys twice as many bottles of cognac "
+             "that cost 0.5 times more per bottle.  How much does he spend on everything?")
+    refusal = check(COGNAC, times, {"bottles": 10, "cost": 600.0, "more": 0.5})
+    assert refusal is not None and "as a percent" in refusal
+    percent = times.replace("0.5 times more", "40% more")
+    assert check(COGNAC, percent, {"bottles": 10, "cost": 600.0, "more": 40.0}) is None
+
+
+def test_a_percent_is_not_read_as_a_plain_number():
+    entry = EntryPoint(id="grow", description="growth", template="A plant is {h} cm tall and grows {g} times its height. How tall is it?",
+                       params=(Param("h", "height", float, 10.0), Param("g", "growth factor", float, 2.0)), root="r")
+    refusal = check(entry, "A plant is 10 cm tall and grows by 5% of its height. How tall is it?", {"h": 10.0, "g": 5.0})
+    assert refusal is not None and "as a percent" in refusal
+
+
+def test_a_value_restated_with_an_adding_word_is_an_added_operation():
+    entry = EntryPoint(
+        id="shoes", description="shoe savings",
+        template=("Jessica makes ${pay} a month.  She sets {share}% of her paycheck aside to put towards fancy shoes.  "
+                  "Each pair of shoes she buys costs ${price}.  How many shoes can she buy in a year?"),
+        params=(Param("pay", "monthly pay", float, 2000.0), Param("share", "percent set aside", float, 25.0),
+                Param("price", "price of a pair", float, 1000.0)), root="r", answer_key="answer")
+    values = {"pay": 2000.0, "share": 25.0, "price": 1000.0}
+    question = ("Jessica makes $2,000.00 a month.  She sets 25% of her paycheck aside to put towards fancy shoes.  Each pair "
+                "of shoes she buys costs $1,000.00. However, she also decides to save an additional 25% of her paycheck "
+                "aside to put towards fancy shoes. How many shoes can she buy in a year?")
+    assert check(entry, question, values) is not None
+    restated = question.replace("However, she also decides to save an additional 25% of her paycheck aside to put "
+                                "towards fancy shoes.", "That is 25% of her paycheck each month.")
+    assert check(entry, restated, values) is None
