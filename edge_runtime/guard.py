@@ -432,7 +432,8 @@ class ReasoningGuard:
             unit_shared = bool(unit & template_words) or (cfg.currency_is_unit and (
                 (mention.money and _has_money(literal)) or (mention.percent and _has_percent(literal))))
             priced = mention.percent and _has_money(literal) and bool(sentence_words & _PRICE_CHANGES)  # "20% off"
-            relevant = unit_shared or adding or priced or (model_path and cfg.model_path_all_numbers) or (
+            compared = bool(_COMPARED.match(question, mention.end))  # "10 less than 172": an operation on 172
+            relevant = unit_shared or adding or priced or compared or (model_path and cfg.model_path_all_numbers) or (
                 cfg.sentence_overlap is not None and overlap >= cfg.sentence_overlap)
             added.append({"text": mention.text, "overlap": round(overlap, 3), "unit": sorted(unit),
                           "unit_shared": unit_shared, "relevant": relevant})
@@ -590,7 +591,11 @@ _ADDING = frozenset("another extra again additional additionally".split())
 #: Words that add an operation even without a number.
 _ANOTHER = frozenset(["another"])
 #: Words that make a percentage change a price ("now 20% off").
-_PRICE_CHANGES = frozenset("off discount discounted sale tax tip interest markup".split())
+_PRICE_CHANGES = frozenset("off discount discounted sale tax tip interest markup increase increased increases "
+                           "decrease decreased decreases raise raised rose drop dropped fell reduced".split())
+#: A number compared with another: "10 less than 172", "5 years older than".
+_COMPARED = re.compile(r"\s*(?:[a-z]+\s+)?(?:more|less|fewer|greater|smaller|older|younger|taller|shorter|longer|"
+                       r"cheaper|higher|lower)\s+than\b", re.IGNORECASE)
 
 
 def _has_money(text: str) -> bool:

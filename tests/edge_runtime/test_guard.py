@@ -473,3 +473,27 @@ def test_a_value_restated_with_an_adding_word_is_an_added_operation():
     restated = question.replace("However, she also decides to save an additional 25% of her paycheck aside to put "
                                 "towards fancy shoes.", "That is 25% of her paycheck each month.")
     assert check(entry, restated, values) is None
+
+
+def test_an_unexplained_number_compared_with_another_is_an_added_operation():
+    entry = EntryPoint(
+        id="ages", description="ages in a ratio",
+        template="Darrell and Allen's ages are in the ratio of {d}:{a}. If their total age now is {total}, calculate Allen's age {years} years from now.",
+        params=(Param("d", "Darrell's share", int, 7), Param("a", "Allen's share", int, 11), Param("total", "total age", int, 162),
+                Param("years", "years ahead", int, 10)), root="r", answer_key="answer")
+    values = {"d": 7, "a": 11, "total": 172, "years": 10}
+    question = "Darrell and Allen's ages are in the ratio of 7:11. If their total age now is 10 less than 172, calculate Allen's age 10 years from now."
+    refusal = check(entry, question, values)
+    assert refusal is not None and "'10'" in refusal
+
+
+def test_a_percent_in_a_sentence_that_changes_a_price_is_an_added_operation():
+    entry = EntryPoint(
+        id="toy", description="toy price changes",
+        template=("In November, a toy was ${price}. In December, the price increased by {up}%. In January, the price "
+                  "decreased by {down}%. What was the price of the toy after it was discounted in January?"),
+        params=(Param("price", "price", float, 40.0), Param("up", "rise", float, 80.0), Param("down", "fall", float, 50.0)),
+        root="r", answer_key="answer")
+    question = ("In November, a toy was $40. In December, the price increased by 80%. In January, the price decreased by "
+                "50%. In February, prices decreased by 20%. What was the price of the toy after it was discounted in January?")
+    assert check(entry, question, {"price": 40.0, "up": 80.0, "down": 50.0}) is not None
