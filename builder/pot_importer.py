@@ -473,6 +473,9 @@ def _excluded_constants(stmt: ast.stmt) -> dict[int, str]:
         elif isinstance(node, ast.Subscript):
             for sub in ast.walk(node.slice):
                 out[id(sub)] = "an index"
+        elif (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.left, ast.Constant)
+              and node.left.value == 1 and not isinstance(node.left.value, bool) and not isinstance(node.right, ast.Constant)):
+            out[id(node.left)] = "the whole of a complement or growth factor (1 - x, 1 + x)"
     return out
 
 
@@ -571,8 +574,6 @@ def _similarity(literal: Literal, question: str, mention: Mention) -> float:
     name_money = bool(_tokens(literal.direct or " ".join(literal.names)) & _MONEY_TOKENS)
     if mention.money and literal.direct and not name_money:
         score -= 0.5
-    elif mention.money and name_money:
-        score += 0.5  # "A 2 x 4 costs $4": the cost is the "$4", not the "4" of "2 x 4"
     if _TIMES.match(question[mention.end:mention.end + 8]):
         if literal.direct and not re.search(r"times|factor|multipl|ratio|rate", literal.direct):
             score -= 0.5
@@ -745,6 +746,9 @@ def plan_parameters(
             if form is None:
                 continue
             sim = _similarity(lit, question, mention)
+            if mention.money and any(not m.money and m.value == mention.value for m in mentions) and (
+                    _tokens(lit.direct or " ".join(lit.names)) & _MONEY_TOKENS):
+                sim += 0.5  # "A 2 x 4 costs $4": a price is the "$4", not the "4" of "2 x 4"
             if (not lit.direct and sim <= 0 and (value in UNIT_CONSTANTS or value == 1.0) and mention.kind != "structural"
                     and not _hyphenated_measure(question, mention)):
                 continue  # "/ 60" next to "60%", "+ 1" next to "1 dog": arithmetic, not that mention

@@ -787,3 +787,13 @@ def test_a_price_is_read_from_the_money_mention_not_a_same_valued_size():
     """)))
     cost = next(p for p in plan.params if p.name == "cost_2x4")
     assert q[cost.mention.start - 1] == "$"  # the "$4", not the 4 of "2 x 4"
+
+
+def test_the_one_of_a_complement_is_never_a_question_quantity():
+    q = "She returns one item that cost $15. A pan is 20% off $20.00. How much does she pay for the pan?"
+    plan = plan_parameters(q, PalProgram(program(q, """
+        discount = 20 / 100
+        pan = 20.00 * (1 - discount)
+        return pan
+    """)))
+    assert all(p.mention.text != "one" for p in plan.params)  # "one item" is not the 1 of (1 - discount)
