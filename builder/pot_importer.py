@@ -559,6 +559,7 @@ _MONEY_WORDS = (
     "expense amount value rate"
 )
 _TIMES = re.compile(r"\s*(times|x)\b", re.IGNORECASE)
+_DIMENSION_BEFORE = re.compile(r"\d\s*x\s*$", re.IGNORECASE)
 
 
 _MONEY_TOKENS = _tokens(_MONEY_WORDS)
@@ -574,6 +575,8 @@ def _similarity(literal: Literal, question: str, mention: Mention) -> float:
     name_money = bool(_tokens(literal.direct or " ".join(literal.names)) & _MONEY_TOKENS)
     if mention.money and literal.direct and not name_money:
         score -= 0.5
+    if _DIMENSION_BEFORE.search(question[max(0, mention.start - 4):mention.start]):
+        score -= 0.5  # the 10 of "2 x 4 x 10 boards" is a size, not the count or price of the boards
     if _TIMES.match(question[mention.end:mention.end + 8]):
         if literal.direct and not re.search(r"times|factor|multipl|ratio|rate", literal.direct):
             score -= 0.5

@@ -797,3 +797,17 @@ def test_the_one_of_a_complement_is_never_a_question_quantity():
         return pan
     """)))
     assert all(p.mention.text != "one" for p in plan.params)  # "one item" is not the 1 of (1 - discount)
+
+
+def test_a_size_written_as_a_dimension_is_not_the_count_or_the_price():
+    q = ("She has leftover ten 2 x 4 x 10 boards that cost her $10 each. She also has five 4 x 4 x 10 boards she "
+         "bought for $16 each. How much did they cost?")
+    plan = plan_parameters(q, PalProgram(program(q, """
+        two_by_four_cost = 10
+        two_by_four_count = 10
+        four_by_four_cost = 16
+        four_by_four_count = 5
+        return two_by_four_cost * two_by_four_count + four_by_four_cost * four_by_four_count
+    """)))
+    texts = {p.name: q[p.mention.start - 1:p.mention.end] for p in plan.params}
+    assert texts["two_by_four_count"].strip() == "ten" and texts["two_by_four_cost"] == "$10"  # not "4 x 10"
