@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from edge_runtime.guard import content_words, scan, sentences
 
@@ -75,6 +76,17 @@ def _clauses(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [(s, e) for s, e in spans if e > s]
 
 
+@lru_cache(maxsize=512)
+def _mentions(text: str) -> tuple:
+    return tuple(scan(text))
+
+
+@lru_cache(maxsize=512)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(content_words(text))
+
+
+@lru_cache(maxsize=512)
 def _has_number(text: str) -> bool:
     return bool(scan(text))
 
@@ -88,6 +100,7 @@ def set_aside_disclaimed(question: str) -> SetAside:
     clause_lists = [_clauses(question, s, e) for s, e in spans]
     text = [[question[cs:ce] for cs, ce in clauses] for clauses in clause_lists]
     dropped: set[tuple[int, int]] = set()  # (sentence, clause)
+    named: list[set[str]] = []  # each sentence's content words, once some phrase sets a thing aside
     whole: set[int] = set()  # sentences dropped whole
 
     for si, clauses in enumerate(text):
@@ -107,7 +120,8 @@ def set_aside_disclaimed(question: str) -> SetAside:
             aside = _SETS_ASIDE.search(clause)
             if aside is not None and not _has_number(clause):
                 dropped.add((si, ci))
-                dropped.update(_about(text, si, _head(aside["object"])))
+                named = named or [content_words(" ".join(c)) for c in text]
+                dropped.update(_about(text, named, si, _head(aside["object"])))
 
     # what goes on with a dropped statement goes with it; a sentence left without a number goes whole
     for si, clauses in enumerate(text):
@@ -145,13 +159,14 @@ def _head(phrase: str) -> set[str]:
     return set()
 
 
-def _about(text: list[list[str]], own: int, words: set[str]) -> set[tuple[int, int]]:
+def _about(text: list[list[str]], named: list[set[str]], own: int, words: set[str]) -> set[tuple[int, int]]:
     """The clauses outside the final question whose numbers are about what is set aside, named by a word no other
     sentence names ("the maple tree" of "ignoring the growth of the maple tree")."""
     if not words:
         return set()
-    named = [content_words(" ".join(clauses)) for clauses in text]
     distinctive = {w for w in words if sum(w in n for i, n in enumerate(named) if i != own) == 1}
+    if not distinctive:
+        return set()
     return {(si, ci) for si, clauses in enumerate(text[:-1]) if si != own for ci, clause in enumerate(clauses)
             if _counts_only(clause, distinctive)}
 
@@ -159,8 +174,10 @@ def _about(text: list[list[str]], own: int, words: set[str]) -> set[tuple[int, i
 def _counts_only(clause: str, things: set[str]) -> bool:
     """Every number of ``clause`` is about ``things``: the clause's one number comes after the thing ("a maple tree
     that grows 2 inches"), or each number counts it ("4 cups and 3 cups"); not "10 pens and 4 cups"."""
-    mentions = scan(clause)
-    if not mentions or not content_words(clause) & things:
+    if not _words(clause) & things:
+        return False
+    mentions = _mentions(clause)
+    if not mentions:
         return False
     if len(mentions) == 1 and content_words(clause[: mentions[0].start]) & things:
         return True
