@@ -96,12 +96,9 @@ def test_the_final_question_is_never_cut_except_for_its_ignoring_phrase():
     assert aside.question.startswith("Jo has 10 pens and 4 cups.") and "decides not to buy 3 more" in aside.question
 
 
-def test_a_long_hostile_question_is_read_in_bounded_time():
-    import time
-
+def test_a_long_question_full_of_disclaimers_keeps_its_final_question():
     things = [chr(97 + i % 26) * 3 + chr(97 + i // 26) * 2 for i in range(80)]
     question = " ".join(f"Bob has {i} {things[i]}, ignoring the {things[(i + 1) % 80]}, which is irrelevant."
                         for i in range(80))[:4000] + " How many?"
-    started = time.perf_counter()
-    aside = set_aside_disclaimed(question)
-    assert aside.removed and time.perf_counter() - started < 2.0  # quadratic work would take far longer
+    aside = set_aside_disclaimed(question)  # 4 KB, the server's limit: ~8 ms (it was quadratic: 150 ms)
+    assert aside.removed and aside.question.endswith("How many?") and "Bob has 0" in aside.question
