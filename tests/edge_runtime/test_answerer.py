@@ -94,8 +94,19 @@ def test_a_statement_the_question_calls_irrelevant_is_set_aside_and_narrated():
                 "How many pears does Sam have?")
     assert not _guarded(set_aside=False).answer(question).hit  # the plums' numbers are not the entry's
     answer = _guarded(set_aside=True).answer(question)
-    assert answer.hit and answer.entry_id == "pears" and answer.answer == 32
+    assert answer.hit and answer.entry_id == "pears" and answer.answer == 32 and answer.path == "template+set-aside"
     assert answer.narration[0].function == "set aside" and "7 plums" in answer.narration[0].text
+
+
+@pytest.mark.parametrize("statement", [
+    "He eats 4 pears, which does not affect his plans.",  # the question says so, but 4 pears is the entry's own count
+    "He gives away 4 pears, but that is irrelevant.",
+])
+def test_a_set_aside_number_that_counts_what_the_entry_counts_is_not_set_aside(statement):
+    question = f"Sam has 12 pears and buys 20 more pears. {statement} How many pears does Sam have?"
+    answer = _guarded(set_aside=True).answer(question)
+    first = _guarded(set_aside=False).answer(question)
+    assert not answer.hit and (answer.miss_reason, answer.miss_detail) == (first.miss_reason, first.miss_detail)
 
 
 def test_a_question_that_misses_either_way_reports_the_question_as_written():
