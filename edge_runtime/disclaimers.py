@@ -137,7 +137,8 @@ def set_aside_disclaimed(question: str) -> SetAside:
                         said[(si, ci)] = True
                 elif (si > 1 and _POINTS_BACK.search(clause) and not any(_has_number(c) for c in clauses)
                       and any(_has_number(c) for c in text[si - 1])):
-                    # "This spending does not affect his saving target.": the sentence before goes too
+                    # "This spending does not affect his saving target.": the sentence before goes too (never
+                    # the first sentence: it sets the scene the question is about)
                     said.update({(sj, cj): True for sj in (si - 1, si) for cj in range(len(text[sj]))})
             aside = _SETS_ASIDE.search(clause)
             if aside is not None and not _has_number(clause):
@@ -229,38 +230,37 @@ def _counts_only(clause: str, things: set[str]) -> bool:
 
 def _remove(question: str, spans: list[tuple[int, int]], clause_lists: list[list[tuple[int, int]]],
             cut_clauses: set[tuple[int, int]]) -> str:
-    """The question with the dropped spans cut out; everything kept stays byte for byte as written."""
+    """The question with the cut clauses removed (a whole sentence with the space after it, a clause with its
+    separator); what is kept stays as written, except that a sentence whose first clause went starts with a
+    capital. The cuts never overlap: each clause is cut once, sentences and clauses in order."""
     cuts: list[tuple[int, int]] = []
     capitalise: list[int] = []
     for index, ((s, e), clauses) in enumerate(zip(spans, clause_lists)):
         drop = {clauses[ci] for si, ci in cut_clauses if si == index}
-        if all(c in drop for c in clauses):
+        if not drop:
+            continue
+        if len(drop) == len(clauses):
             cuts.append((s, spans[index + 1][0] if index + 1 < len(spans) else e))
             continue
         kept = [i for i, c in enumerate(clauses) if c not in drop]
-        last_kept = kept[-1]
         for i, (cs, ce) in enumerate(clauses):
             if (cs, ce) not in drop:
                 continue
-            if i > last_kept:  # a trailing run: cut from the end of the last kept clause
-                cuts.append((clauses[last_kept][1], clauses[-1][1]))
+            if i > kept[-1]:  # a trailing run: cut from the end of the last kept clause
+                cuts.append((clauses[kept[-1]][1], clauses[-1][1]))
                 break
             cuts.append((cs, clauses[i + 1][0]))
         if kept[0] > 0:
             capitalise.append(clauses[kept[0]][0])
-    text, at = [], 0
+    pieces, at = [], 0
     for cs, ce in sorted(cuts):
-        if cs < at:
-            cs = at
-        text.append(question[at:cs])
-        at = max(at, ce)
-    text.append(question[at:])
-    out = "".join(text)
+        pieces.append(question[at:cs])
+        at = ce
+    pieces.append(question[at:])
+    out = "".join(pieces)
     for position in sorted(capitalise, reverse=True):
-        shift = sum(ce - cs for cs, ce in cuts if ce <= position)
-        p = position - shift
-        if 0 <= p < len(out):
-            out = out[:p] + out[p].upper() + out[p + 1:]
+        p = position - sum(ce - cs for cs, ce in cuts if ce <= position)
+        out = out[:p] + out[p].upper() + out[p + 1:]
     return out.strip()
 
 
