@@ -559,7 +559,7 @@ _MONEY_WORDS = (
     "expense amount value rate"
 )
 _TIMES = re.compile(r"\s*(times|x)\b", re.IGNORECASE)
-_DIMENSION_BEFORE = re.compile(r"\d\s*x\s*$", re.IGNORECASE)
+_DIMENSION_BEFORE = re.compile(r"\d\s*[x×]\s*$", re.IGNORECASE)
 
 
 _MONEY_TOKENS = _tokens(_MONEY_WORDS)

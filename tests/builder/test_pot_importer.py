@@ -799,9 +799,10 @@ def test_the_one_of_a_complement_is_never_a_question_quantity():
     assert all(p.mention.text != "one" for p in plan.params)  # "one item" is not the 1 of (1 - discount)
 
 
-def test_a_size_written_as_a_dimension_is_not_the_count_or_the_price():
+@pytest.mark.parametrize("by", ["x", "×"])
+def test_a_size_written_as_a_dimension_is_not_the_count_or_the_price(by):
     q = ("She has leftover ten 2 x 4 x 10 boards that cost her $10 each. She also has five 4 x 4 x 10 boards she "
-         "bought for $16 each. How much did they cost?")
+         "bought for $16 each. How much did they cost?").replace(" x ", f" {by} ")
     plan = plan_parameters(q, PalProgram(program(q, """
         two_by_four_cost = 10
         two_by_four_count = 10
