@@ -299,7 +299,7 @@ class ReasoningGuard:
             constants = [(m, _context(literal, m.start, m.end)) for m in scan(literal)]
             slots = {}
             for match in _SLOT.finditer(entry.template):
-                name = match.group(0)[1:-1]
+                name = match.group(1)
                 if name not in slots:
                     blanked = _SLOT.sub(" ", entry.template[:match.start()]) + " \x00 " + _SLOT.sub(" ", entry.template[match.end():])
                     at = blanked.index("\x00")
@@ -317,7 +317,7 @@ class ReasoningGuard:
             fraction_pairs = re.findall(r"\{(\w+)\}\s*/\s*\{(\w+)\}", entry.template)
             worded = {name: word.lower() for name, word in re.findall(rf"\{{(\w+)\}}[\s-]+({_PARTS})", entry.template)}
             before_of = frozenset(re.findall(r"\{(\w+)\}\s+(?:times\s+)?of\b", entry.template))
-            percent_slots = frozenset(m.group(1) for m in _SLOT_NAME.finditer(entry.template)
+            percent_slots = frozenset(m.group(1) for m in _SLOT.finditer(entry.template)
                                       if _PERCENT_AFTER.match(entry.template, m.end()))
             cached = _TemplateFacts(literal, constants, slots, words, frozenset(plain), months, target,
                                     fraction_pairs, worded, before_of, percent_slots)
@@ -369,12 +369,12 @@ class ReasoningGuard:
             return Verdict(f"the value read for {unbound[0]!r} ({values[unbound[0]]:g}) is not a number the question states",
                            checks)
         # 1a. a percent stays a percent: "{p}% more" is not stated by "0.5 times more", nor "{n} times" by "5%"
-        for name, index in bound.items():
+        for name, index in bound.items() if cfg.check_values else ():
             mention, value = mentions[index], float(values[name])
-            if cfg.check_values and name in facts.percent_slots and not mention.percent:
+            if name in facts.percent_slots and not mention.percent:
                 return Verdict(f"the entry reads {name!r} as a percent, but the question states {mention.text!r} as no "
                                "percent", checks)
-            if cfg.check_values and mention.percent and name not in facts.percent_slots and _same(value, mention.values[0]):
+            if mention.percent and name not in facts.percent_slots and _same(value, mention.values[0]):
                 return Verdict(f"the question states {mention.text!r} as a percent, but the entry reads {name!r} as a "
                                "plain number", checks)
         # 1b. (a reworded question) each value's neighbouring words share something with its slot's or its
@@ -483,8 +483,7 @@ class ReasoningGuard:
         return float(vectors[0] @ vectors[1]) >= threshold
 
 
-_SLOT = re.compile(r"\{[A-Za-z_]\w*\}")
-_SLOT_NAME = re.compile(r"\{([A-Za-z_]\w*)\}")
+_SLOT = re.compile(r"\{([A-Za-z_]\w*)\}")
 _ARTICLE_UNIT = re.compile(rf"\b(?:after|in|for|within|over)\s+(?:an?|one)\s+(?P<unit>{'|'.join(TIME_UNITS)})\b",
                            re.IGNORECASE)
 Context = tuple[set[str], set[str]]
