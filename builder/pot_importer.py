@@ -565,8 +565,9 @@ _DIMENSION_BEFORE = re.compile(r"\d\s*[x×]\s*$", re.IGNORECASE)
 _MONEY_TOKENS = _tokens(_MONEY_WORDS)
 
 
-def _similarity(literal: Literal, question: str, mention: Mention) -> float:
-    """Word overlap of the mention's neighbourhood with the literal's variable names, plus cues."""
+def _similarity(literal: Literal, question: str, mention: Mention, plain_twin: bool = False) -> float:
+    """Word overlap of the mention's neighbourhood with the literal's variable names, plus cues. ``plain_twin``:
+    the question also states the mention's value as a plain number (the "4" of "2 x 4" beside "$4")."""
     ctx = _tokens(context_words(question, mention, 5, 5))
     own_text = " ".join([literal.direct or "", literal.target or ""])
     own = _tokens(own_text)
@@ -575,6 +576,8 @@ def _similarity(literal: Literal, question: str, mention: Mention) -> float:
     name_money = bool(_tokens(literal.direct or " ".join(literal.names)) & _MONEY_TOKENS)
     if mention.money and literal.direct and not name_money:
         score -= 0.5
+    elif mention.money and name_money and plain_twin:
+        score += 0.5  # "A 2 x 4 costs $4": a price is the "$4", not the "4" of "2 x 4"
     if _DIMENSION_BEFORE.search(question[max(0, mention.start - 4):mention.start]):
         score -= 0.5  # the 10 of "2 x 4 x 10 boards" is a size, not the count or price of the boards
     if _TIMES.match(question[mention.end:mention.end + 8]):
@@ -739,6 +742,7 @@ def plan_parameters(
             lit.excluded = _unit_name(probe)
     assigned: dict[int, tuple[Mention, str]] = {}  # literal id -> (mention, form)
     pool = [lit for lit in program.literals if not lit.excluded]
+    plain_values = {m.value for m in mentions if not m.money}
     candidates = []
     for lit in pool:
         value = float(restored.get(lit.id, lit.value))
@@ -748,10 +752,7 @@ def plan_parameters(
             form = _value_matches(value, mention, question)
             if form is None:
                 continue
-            sim = _similarity(lit, question, mention)
-            if mention.money and any(not m.money and m.value == mention.value for m in mentions) and (
-                    _tokens(lit.direct or " ".join(lit.names)) & _MONEY_TOKENS):
-                sim += 0.5  # "A 2 x 4 costs $4": a price is the "$4", not the "4" of "2 x 4"
+            sim = _similarity(lit, question, mention, mention.value in plain_values)
             if (not lit.direct and sim <= 0 and (value in UNIT_CONSTANTS or value == 1.0) and mention.kind != "structural"
                     and not _hyphenated_measure(question, mention)):
                 continue  # "/ 60" next to "60%", "+ 1" next to "1 dog": arithmetic, not that mention
