@@ -105,10 +105,10 @@ class JsonSlotsConstraint:
                 nexts.update(self._closers[self._slot])
             return sorted(nexts)
         closers = list(self._closers[self._slot])
-        text = self._value_text
-        can_close = bool(text.strip()) and any(self._ends_whole(i, text) for i in self._starts(text))
         if len(self._value_ids) >= MAX_VALUE_TOKENS:
             return closers
+        text = self._value_text
+        can_close = bool(text.strip()) and any(self._ends_whole(i, text) for i in self._starts(text))
         allowed = [
             t for t in self._candidates
             if t not in self._closers[self._slot] and self._starts(text + self.tokens.token_text(t))
