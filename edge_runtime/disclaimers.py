@@ -38,7 +38,8 @@ _DISCLAIMER = re.compile(
     r"\b(?:irrelevant|not\s+relevant|no\s+longer\s+matter(?:s|ed)?"
     r"|(?:does|do|did|will|would)(?:\s+not|n[’']t)\s+(?:affect|matter)|(?:won|don)[’']t\s+(?:affect|matter)"
     r"|not\s+affect(?:ed|ing)?"
-    r"|(?P<choice>(?:decides?|decided|chooses?|chose)\s+(?:not\s+to|against)|declined?s?\s+(?:because|the\s+offer)))\b",
+    r"|(?P<choice>(?:decides?|decided|chooses?|chose)\s+(?:not\s+to|against)|declined?s?\s+(?:because|the\s+offer))"
+    r"|(?P<refused>(?:(?:does|do|did|will|would)(?:\s+not|n[’']t)|(?:won|don)[’']t)\s+(?:buy|purchase|use|accept)(?:\s+(?:it|them|any|one)\b|\s*$)))(?:\b|$)",
     re.IGNORECASE,
 )
 #: A choice not taken sets aside only an option the question offered ("notices a dress priced at $50, but decides
@@ -46,7 +47,7 @@ _DISCLAIMER = re.compile(
 _OPTION = re.compile(
     r"\b(?:consider(?:s|ed|ing)?|sees?|saw|notic(?:e|es|ed)|offer(?:s|ed)?|finds?|found|spott?(?:s|ed)?|"
     r"picks?\s+up|picked\s+up|tempted|thinks?\s+about|thought\s+about|looks?\s+at|looked\s+at|"
-    r"c(?:o|a)mes?\s+across|ha(?:s|ve|d)|habit)\b", re.IGNORECASE)
+    r"c(?:o|a)mes?\s+across|c(?:o|a)mes?\s+with|ha(?:s|ve|d)|habit)\b", re.IGNORECASE)
 #: A phrase that sets its object aside: "ignoring the maple tree". Not "despite" or "regardless of" (they concede,
 #: they do not set aside), nor "not counting" or "excluding" (they take something away).
 _SETS_ASIDE = re.compile(r"\b(?:ignoring|ignore|disregarding|disregard)\s+(?P<object>[^,.;?!]+)", re.IGNORECASE)
@@ -125,14 +126,20 @@ def set_aside_disclaimed(question: str) -> SetAside:
             marker = _DISCLAIMER.search(clause)
             if marker is not None and si < final:
                 before = clause[: marker.start()]
-                previous = ci > 0 and _has_number(clauses[ci - 1]) and _refers_back(before, clauses[ci - 1])
+                back = ci - 1
+                if back > 0 and not _has_number(clauses[back]) and not _words(_LEADING.sub("", clauses[back])):
+                    back -= 1  # "she saw shoes that cost $75, but again, she didn't buy them": skip "but again"
+                previous = back >= 0 and _has_number(clauses[back]) and _refers_back(before, clauses[back])
                 offered = _OPTION.search(" ".join(clauses[:ci]) + " " + before)
-                if marker["choice"] and not offered:
+                if (marker["choice"] or marker["refused"]) and not offered:
                     pass  # a choice not taken, but nothing was offered: "eats 4 pears, but decides not to eat more"
+                elif marker["refused"] and not _offered_first(before if _has_number(before) else
+                                                             clauses[back] if previous else ""):
+                    pass  # "didn't buy it" sets aside only a priced thing offered: "saw shoes that cost $75"
                 elif _has_number(before):
                     said[(si, ci)] = True  # "a 300-pound spare tire in it that doesn't affect ..."
                 elif previous:  # "an old pack of 20 balloons, but they decide not to use them"
-                    said[(si, ci - 1)] = True
+                    said.update({(si, cj): True for cj in range(back, ci)})
                     if not _has_number(clause):  # keep "... did not affect her total earnings of $120"
                         said[(si, ci)] = True
                 elif (si > 1 and _POINTS_BACK.search(clause) and not any(_has_number(c) for c in clauses)
@@ -170,6 +177,13 @@ def set_aside_disclaimed(question: str) -> SetAside:
             removed += [clause for ci, clause in enumerate(clauses) if (si, ci) in said]
         counted |= {w for ci, clause in enumerate(clauses) if said.get((si, ci)) for w in _counted(clause)}
     return SetAside(kept, tuple(removed), frozenset(counted))
+
+
+def _offered_first(statement: str) -> bool:
+    """The statement offers something before it states a number ("saw a pair of shoes that cost $75"), so its
+    numbers are the offered thing's, not the scene's ("get 1 pound 1/2 off ... a special offer on candy canes")."""
+    option, mentions = _OPTION.search(statement), _mentions(statement)
+    return option is not None and bool(mentions) and option.end() <= mentions[0].start
 
 
 def _counted(statement: str) -> set[str]:

@@ -20,6 +20,9 @@ def test_a_clause_that_calls_its_number_irrelevant_goes_and_the_rest_stays_as_wr
     "She also notices a dress priced at $50, but decides not to buy it.",
     "She also saw a necklace for $50 but decided not to buy it.",
     "He also comes across a 10% coupon, but decides against it.",
+    "She also saw a dress that cost $50, but she didn't buy it.",
+    "She also saw a pair of shoes that cost $75, but again, she didn't buy them.",
+    "She also saw a fish tank for $100, which she didn't buy.",
     "There are 20 other people at the park, but this is irrelevant to the contest.",
     "She also collected 200 pounds of rocks, but this doesn't affect her truck's capacity.",
 ])
@@ -81,6 +84,11 @@ def test_the_number_a_disclaimer_names_as_unaffected_stays():
     "Sam has 12 apples and 3 pears. How many fruits does Sam have, not counting the pears?",
     "Sam has 12 apples and 3 pears. How many fruits does Sam have, ignoring the pears?",
     "A book costs $10. The tax is 8%. Despite the tax, she bought 3 books. How much did she pay?",
+    "Sam has 20 apples and doesn't use 5 of them. He sells the rest. How many apples does he sell?",
+    # "didn't use" sets aside a thing offered, not the scene's number before it
+    "The shampoo costs $24.00 and comes with a conditioner worth $10.00, which Jo doesn't use. How much is a wash?",
+    'Taffy is $5 a pound, "buy 2, get 1 pound 1/2 off." Despite a special offer on candy canes, which she didn\'t buy, '
+    "she bought 2 pounds. How much did she pay?",
     # the sentence that asks is not the last one
     "Sam has 12 pears and buys 20 more pears. How many pears does Sam have? 4 of them are irrelevant. Answer with a number.",
 ])
