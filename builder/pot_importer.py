@@ -1443,11 +1443,19 @@ def render_source(t: Transcript, program: PalProgram, plan: Plan) -> str:
 def _counts_things(t: Transcript) -> bool:
     """The question asks "how many" and its gold answer is whole: the answer is a count. Days count too
     ("how many days will the food last": 2.5 means the program lacks a rounding step); a measure does not
-    ("how many hours does he walk")."""
+    ("how many hours does he walk", "how many kilometers will she still need to drive", "how many square feet")."""
     asked = re.split(r"(?<=[.!])\s+", t.question.strip())[-1]
-    return isinstance(t.gold, int) and bool(re.search(r"\bhow many\b", asked, re.IGNORECASE)) and not re.search(
-        r"\bhow many (?:more |fewer )?(?:dollars|cents|hours|minutes|weeks|years|miles|pounds|ounces|grams|kilograms|"
-        r"liters|litres|gallons|feet|inches|meters|percent)\b", asked, re.IGNORECASE)
+    if not isinstance(t.gold, int):
+        return False
+    match = re.search(r"\bhow many\s+(?:more\s+|fewer\s+|additional\s+|extra\s+)?([a-z]+)(?:\s+([a-z]+))?", asked,
+                      re.IGNORECASE)
+    if match is None:
+        return False
+    words = [_unit_word(w) for w in match.groups() if w]
+    first = words[0][:-1] if words[0].endswith("s") and words[0][:-1] in _MEASURES else words[0]
+    if first in ("square", "cubic") and len(words) > 1:
+        return False  # "how many square feet"
+    return first in ("day", "times", "cup") or first not in _MEASURES | {"dollar", "cent"}
 
 
 def _never_negative(gold: Any) -> bool:
@@ -1540,8 +1548,9 @@ def _run_original(program: PalProgram) -> Any:
 #: "3.5 times as many"); a count ("12 cars") stays whole.
 _MEASURES = frozenset(
     "second minute hour day week month year foot inch mile yard meter metre kilometer km centimeter cm millimeter "
-    "pound lb ounce oz gram kilogram kg ton liter litre milliliter ml gallon quart pint cup degree mph kph times "
-    "percent acre hectare".split())
+    "pound lb ounce oz gram kilogram kg ton liter litre milliliter millilitre ml deciliter decilitre centiliter "
+    "centilitre gallon quart pint cup degree mph kph times percent acre hectare kilometre centimetre millimetre "
+    "decimeter decimetre".split())
 #: Operations that make a program's arithmetic depend on a value being whole.
 _WHOLE_NUMBER_OPS = (ast.FloorDiv, ast.Mod)
 _WHOLE_NUMBER_CALLS = frozenset({"int", "round", "range", "floor", "ceil", "divmod", "trunc"})

@@ -626,6 +626,13 @@ def test_a_count_is_marked_a_whole_answer(importer):
         return a / b + c / d
     """, 3)
     assert "whole_answer" not in accepted(importer, hours).source  # hours are a measure
+    for measure in ("kilometers", "deciliters", "square feet"):  # 653.5 km, 44.8 dl: answers, not missing rounding
+        asked = transcript(f"Tom drives 4 {measure} a day for 3 days. How many {measure} does he drive?", """
+            a = 4
+            b = 3
+            return a * b
+        """, 12)
+        assert "whole_answer" not in accepted(importer, asked).source, measure
 
 
 def test_a_quantity_answer_never_goes_below_zero(importer):
