@@ -62,6 +62,10 @@ _NUMBER = re.compile(
     re.IGNORECASE,
 )
 _FRACTION = re.compile(r"(\d+)\s*/\s*(\d+)")
+#: A quantity the question does not state: "a certain mL", "some of the", "an unknown number".
+_UNSTATED = re.compile(r"\b(?:a\s+certain|an?\s+unknown|an?\s+unspecified|an?\s+undisclosed|some)\s+(?P<word>[A-Za-z]+)",
+                       re.IGNORECASE)
+_FRACTION_WORDS = re.compile(r"\s*(?:/|out\s+of|of\s+every|in\s+every|in)\s*", re.IGNORECASE)
 _PARTS = r"(?:halves|thirds|quarters|fourths|fifths|sixths|sevenths|eighths|ninths|tenths)\b"
 _WORDED_FRACTION = re.compile(rf"(.+?)[\s-]+{_PARTS}", re.IGNORECASE)  # "two thirds"
 _SHARE_BETWEEN = re.compile(r"\s+(?:times\s+)?of\s+(?:(?:a|an)\s+)?", re.IGNORECASE)
@@ -319,8 +323,14 @@ class ReasoningGuard:
             before_of = frozenset(re.findall(r"\{(\w+)\}\s+(?:times\s+)?of\b", entry.template))
             percent_slots = frozenset(m.group(1) for m in _SLOT.finditer(entry.template)
                                       if _PERCENT_AFTER.match(entry.template, m.end()))
+            after_slot = {}
+            for m in _SLOT.finditer(entry.template):
+                word = re.match(r"[\s-]*([A-Za-z]+)", entry.template[m.end():])
+                before = re.findall(r"[A-Za-z]+", entry.template[:m.start()])
+                if word and before:
+                    after_slot[(before[-1].lower(), word[1].lower())] = m.group(1)
             cached = _TemplateFacts(literal, constants, slots, words, frozenset(plain), months, target,
-                                    fraction_pairs, worded, before_of, percent_slots)
+                                    fraction_pairs, worded, before_of, percent_slots, after_slot)
             if len(self._templates) < 100_000:
                 self._templates[entry.id] = cached
         return cached
@@ -368,6 +378,13 @@ class ReasoningGuard:
         if cfg.check_values and unbound:
             return Verdict(f"the value read for {unbound[0]!r} ({values[unbound[0]]:g}) is not a number the question states",
                            checks)
+        # a fraction the template writes in slots is one fraction of the question, not two numbers from apart
+        # ("worth $1 each ... 2/5 times more" does not state {a}/{b} = 1/(2/5))
+        for a, b in facts.fraction_pairs if cfg.check_values else ():
+            if a in bound and b in bound and bound[a] != bound[b] and not _FRACTION_WORDS.fullmatch(
+                    question[mentions[bound[a]].end:mentions[bound[b]].start]):  # "2 out of 5" is one fraction
+                return Verdict(f"the entry's fraction {{{a}}}/{{{b}}} is read from two numbers the question states apart",
+                               checks)
         # 1a. a percent stays a percent: "{p}% more" is not stated by "0.5 times more", nor "{n} times" by "5%"
         for name, index in bound.items() if cfg.check_values else ():
             mention, value = mentions[index], float(values[name])
@@ -377,6 +394,14 @@ class ReasoningGuard:
             if mention.percent and name not in facts.percent_slots and _same(value, mention.values[0]):
                 return Verdict(f"the question states {mention.text!r} as a percent, but the entry reads {name!r} as a "
                                "plain number", checks)
+        # 1a'. (a reworded question) a slot's number left unstated in its place: "combine a certain mL of one
+        # medicine" where the template combines "{m} mL": the value was removed, whatever number was read for it
+        if model_path and cfg.check_values:
+            for match in _UNSTATED.finditer(question):
+                before = re.findall(r"[A-Za-z]+", question[:match.start()])
+                name = facts.after_slot.get((before[-1].lower() if before else "", match["word"].lower()))
+                if name is not None and match.group(0).lower() not in entry.template.lower():
+                    return Verdict(f"the question leaves {name!r} unstated ({match.group(0)!r})", checks)
         # 1b. (a reworded question) each value's neighbouring words share something with its slot's or its
         # description: "Jane spends less minutes ... 5 more oranges" does not give Jane's 5 minutes.
         if model_path and cfg.check_context:
@@ -502,6 +527,8 @@ class _TemplateFacts:
     worded_numerators: dict[str, str]  # a slot before a fraction word: "{n} thirds" -> {"n": "thirds"}
     before_of: frozenset[str]  # slots the template writes right before "of": "{f} of the students"
     percent_slots: frozenset[str] = frozenset()  # slots the template writes as a percent: "{p}%", "{p} percent"
+    #: the words right before and after a slot -> the slot: ("combines", "ml") -> "first" of "combines {first} mL"
+    after_slot: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def _context(text: str, start: int, end: int, width: int = 3) -> Context:

@@ -497,3 +497,41 @@ def test_a_percent_in_a_sentence_that_changes_a_price_is_an_added_operation():
     question = ("In November, a toy was $40. In December, the price increased by 80%. In January, the price decreased by "
                 "50%. In February, prices decreased by 20%. What was the price of the toy after it was discounted in January?")
     assert check(entry, question, {"price": 40.0, "up": 80.0, "down": 50.0}) is not None
+
+
+COINS = EntryPoint(
+    id="coins", description="coins saved by Rong and Neil",
+    template=("Rong saves {coins} coins every month. Neil saves {num}/{den} times more coins per month than Rong. "
+              "How many coins do they have after ten years?"),
+    params=(Param("coins", "coins Rong saves a month", int, 20, minimum=0), Param("num", "numerator", int, 2, minimum=0),
+            Param("den", "denominator", int, 5, minimum=1)),
+    root="r",
+)
+
+
+def test_a_template_fraction_is_one_fraction_of_the_question_not_two_numbers_from_apart():
+    distracted = ("Rong saves 20 coins worth $1 each every month. Neil saves 2/5 times more coins per month than "
+                  "Rong. How many coins do they have after ten years?")
+    refusal = check(COINS, distracted, {"coins": 20, "num": 1, "den": 0.4})  # "$1" and "2/5" pieced together
+    assert refusal is not None and "fraction" in refusal
+    in_words = distracted.replace(" worth $1 each", "").replace("2/5 times", "2 out of 5 times")  # one fraction
+    assert check(COINS, in_words, {"coins": 20, "num": 2, "den": 5}) is None
+
+
+def test_a_value_the_question_leaves_unstated_is_refused_on_the_model_path():
+    dosage = EntryPoint(
+        id="dosage", description="medicine in doses",
+        template=("Saanvi combines {first} mL of one medicine with {times} times that amount of the second medicine. "
+                  "How many mL of medicine are in {doses} doses?"),
+        params=(Param("first", "mL of the first medicine", int, 14, minimum=0),
+                Param("times", "times as much of the second", int, 3, minimum=0),
+                Param("doses", "doses", int, 8, minimum=1)),
+        root="r",
+    )
+    reversed_question = ("Saanvi combines a certain mL of one medicine with 3 times that amount of the second medicine. "
+                         "448 mL of medicine are in 8 doses. How many mL of medicine are in one dose?")
+    refusal = check(dosage, reversed_question, {"first": 448, "times": 3, "doses": 8})
+    assert refusal is not None and "unstated" in refusal and "a certain mL" in refusal
+    rephrased = ("Saanvi combines 20 mL of one medicine with 3 times that amount of the second medicine. How many mL "
+                 "of medicine are in 8 doses, if some doses are taken at night?")  # "some doses": no slot's number
+    assert check(dosage, rephrased, {"first": 20, "times": 3, "doses": 8}) is None
