@@ -13,6 +13,7 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edge_runtime.draft import draft_values
@@ -689,3 +690,83 @@ def test_an_option_the_question_names_is_not_put_to_the_model(engine):
     assert _slot_spec(mode, "By air or sea, please ship 21 boxes.").choices == ("air", "sea")
     with pytest.raises(ExtractionError):  # 'air or sea': no single option named, so no draft and no answer
         reader.extract(entry, "By air or sea, please ship 21 boxes.")
+
+
+# ---- an impossible reading of the model ------------------------------------------------------------------
+
+RISE = EntryPoint(
+    id="rise", description="a price after yearly rises",
+    template="A toy costs ${price} and its price rises 5% a year for {years} years. What does it cost then?",
+    params=(Param("price", "the toy's price now, in dollars", type=float, original=120, minimum=0),
+            Param("years", "how many years the price rises", type=int, original=3, minimum=0, maximum=1000)),
+    root="rise",
+)
+RISE_QUESTION = "The toy is priced at $120 today and its price rises 5% a year for three years. What does it cost then?"
+
+
+def test_a_reading_that_puts_one_stated_number_in_two_slots_is_impossible():
+    from edge_runtime.extractor import _over_used
+
+    assert _over_used(RISE, {"price": "120", "years": "120"}, RISE_QUESTION) == {"price", "years"}
+    assert _over_used(RISE, {"price": "120", "years": "three"}, RISE_QUESTION) == set()
+    stated_twice = RISE_QUESTION.replace("three years", "120 years")  # stated twice, it may fill two slots
+    assert _over_used(RISE, {"price": "120", "years": "120"}, stated_twice) == set()
+
+
+class _ScriptedReader(Extractor):
+    """A model whose greedy reading is ``reading`` and whose second choice is the draft's token (third when
+    ``draft_rank`` says so): scores 3 for the reading's token, ``3 - draft_rank`` for the draft's, 0 else."""
+
+    reading = {"price": "120", "years": "120"}
+    draft = {"price": "120", "years": "three"}
+    draft_rank = 1
+
+    def _verify(self, machine, draft_ids, hidden_rows):
+        self.machine = machine
+        return super()._verify(machine, draft_ids, hidden_rows)
+
+    def _continues(self, machine, token, values) -> bool:
+        text = self.engine.token_text(token)
+        value, target = machine._value_text, values[machine.slots[machine._slot].name]
+        if value == target:
+            return text.startswith('"')
+        return bool(text) and target.startswith(value + text)
+
+    def _scores(self, machine, hidden, allowed):
+        return np.array([3.0 if self._continues(machine, t, self.reading) else
+                         3.0 - self.draft_rank if self._continues(machine, t, self.draft) else 0.0 for t in allowed])
+
+    def _choose(self, hidden, allowed):
+        scores = self._scores(self.machine, hidden, allowed)
+        return allowed[int(np.argmax(scores))]
+
+
+def test_the_draft_is_served_where_the_models_only_disagreement_is_an_impossible_reading(engine):
+    assert draft_values(RISE.template, RISE.params, RISE_QUESTION) == _ScriptedReader.draft
+    served = _ScriptedReader(engine, use_fast_path=False).extract(RISE, RISE_QUESTION)
+    assert served.path == "lm-reread" and served.values == {"price": 120, "years": 3}
+    assert served.forward_passes >= 2  # the verifying pass, then the model's own reading
+
+
+class _ReadsAnotherStatedNumber(_ScriptedReader):
+    reading = {"price": "120", "years": "5"}  # "5% a year": a wrong reading, but one the question can have
+
+
+class _DraftIsThird(_ScriptedReader):
+    def _scores(self, machine, hidden, allowed):
+        scores = super()._scores(machine, hidden, allowed)
+        scores[int(np.argmin(scores))] = 2.5  # a third reading between the model's and the draft's
+        return scores
+
+
+class _DisagreesTwice(_ScriptedReader):
+    reading = {"price": "5", "years": "5"}  # impossible too, but it agrees with the draft on no slot
+
+
+@pytest.mark.parametrize("reader", [_ReadsAnotherStatedNumber, _DraftIsThird, _DisagreesTwice])
+def test_other_disagreements_still_miss(engine, reader):
+    with pytest.raises(ExtractionError) as info:
+        reader(engine, use_fast_path=False).extract(RISE, RISE_QUESTION)
+    assert info.value.reason == "extraction_failed" and "disagree" in info.value.detail
+    with pytest.raises(ExtractionError):  # and with the re-read off, the impossible reading misses too
+        _ScriptedReader(engine, use_fast_path=False, impossible_rereads=None).extract(RISE, RISE_QUESTION)
