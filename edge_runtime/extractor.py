@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -121,6 +121,7 @@ class Extractor:
         on_disagreement: str = "miss",
         use_alignment: bool = True,
         impossible_rereads: int | None = 2,
+        draft_check: Callable[[EntryPoint, str, dict[str, Any]], bool] | None = None,
     ) -> None:
         """``on_disagreement`` decides what a model-path extraction may serve:
         ``"miss"`` (the default on devices) serves only a draft the model accepts whole — two
@@ -135,7 +136,9 @@ class Extractor:
         years of "three years ... $120") and differs from the draft only in those slots, the draft is
         served: the model's reading of everything else agrees, and its only disagreement is one no
         reading of the question can have. None: off. Measured on the dev sets (docs/benchmarks.md):
-        +8 right, 0 wrong, no changed or unrelated question served."""
+        +8 right, 0 wrong, no changed or unrelated question served. ``draft_check`` (the runtime passes
+        its guard) is asked first whether the draft's values could be served at all: the model's reading
+        costs a pass per token, spent only where the draft would pass."""
         if on_disagreement not in ("decode", "miss"):
             raise ValueError("on_disagreement must be 'decode' or 'miss'")
         self.engine = engine
@@ -144,6 +147,7 @@ class Extractor:
         self.on_disagreement = on_disagreement
         self.use_alignment = use_alignment
         self.impossible_rereads = impossible_rereads
+        self.draft_check = draft_check
         if engine is not None:
             template = (engine.root / "chat_template.jinja").read_text(encoding="utf-8") if (
                 engine.root / "chat_template.jinja"
@@ -223,10 +227,11 @@ class Extractor:
             if agreed or (machine.done and self.on_disagreement == "decode"):
                 return self._finish(machine, "lm-draft", passes, accepted, len(draft_ids), t0, t1)
             if self.on_disagreement == "miss":
-                if self.impossible_rereads and self._draft_near_top(slots, question, draft_ids, hidden_rows):
+                if (self.impossible_rereads and self._draft_near_top(slots, question, draft_ids, hidden_rows)
+                        and self._draft_may_serve(entry, question, draft)):
                     if diverged is not None:  # else the model closed the last value early: its reading is done
-                        state = engine.forward(suffix_ids + draft_ids[:accepted], state).state
-                        passes += 1 + self._decode(machine, state, [diverged[0]] + diverged[1])
+                        passes += 1 + self._read_on(entry, machine, engine.forward(suffix_ids + draft_ids[:accepted],
+                                                                                   state).state, diverged, draft)
                     model_reading = machine.result()
                     differ = {p.name for p in entry.params if model_reading.get(p.name) != draft[p.name]}
                     # each disagreement repeats a number the model put where the draft does too ("120" of the
@@ -247,7 +252,7 @@ class Extractor:
             feed = [token] + forced
         else:
             feed = suffix_ids + machine.forced()
-        passes += self._decode(machine, state, feed)
+        passes += self._decode(machine, state, feed)[0]
         path = "lm-draft" if draft is not None else "lm"
         return self._finish(machine, path, passes, accepted, len(draft_ids), t0, t1)
 
@@ -275,6 +280,14 @@ class Extractor:
             machine.advance(choice)
             position += 1
         return position, None
+
+    def _draft_may_serve(self, entry: EntryPoint, question: str, draft: dict[str, str]) -> bool:
+        """The draft's values are valid and pass ``draft_check`` (true when there is none)."""
+        try:
+            values = validate_spans(entry, {p.name: draft[p.name] for p in entry.params})
+        except ExtractionError:
+            return False
+        return self.draft_check is None or self.draft_check(entry, question, values)
 
     def _draft_near_top(self, slots: list[SlotSpec], question: str, draft_ids: list[int], hidden_rows: np.ndarray) -> bool:
         """Every token of the draft is among the model's ``impossible_rereads`` best allowed tokens at its position."""
@@ -307,12 +320,35 @@ class Extractor:
         assert self.engine is not None
         return self.engine.scores(hidden, allowed)
 
-    def _decode(self, machine: JsonSlotsConstraint, state: KVState, feed: list[int]) -> int:
-        """Constrained greedy decoding; each forward pass feeds a decision plus the structure after it."""
+    def _read_on(self, entry: EntryPoint, machine: JsonSlotsConstraint, state: KVState,
+                 diverged: tuple[int, list[int]], draft: dict[str, str]) -> int:
+        """The model's own reading from its first disagreement on (forward passes used), value by value. It stops
+        at a value that differs from the draft's and is no other slot's draft value either: such a reading is not
+        the impossible one ``impossible_rereads`` serves the draft for, so the rest need not be read."""
+        names = [p.name for p in entry.params]
+        closed = not machine._value_text and not machine._value_ids  # the model's token closed the value
+        slot = len(machine.values) - 1 if closed else len(machine.values)
+        passes, feed = 0, [diverged[0]] + diverged[1]
+        while True:
+            used, state, feed = self._decode(machine, state, feed, values_until=slot + 1)
+            passes += used
+            if len(machine.values) <= slot:
+                return passes
+            value = machine.values[slot]
+            if value != draft[names[slot]] and value not in {draft[n] for n in names if n != names[slot]}:
+                return passes
+            if machine.done:
+                return passes
+            slot += 1
+
+    def _decode(self, machine: JsonSlotsConstraint, state: KVState, feed: list[int],
+                values_until: int | None = None) -> tuple[int, KVState, list[int]]:
+        """Constrained greedy decoding; each forward pass feeds a decision plus the structure after it.
+        Stops when done or once ``values_until`` values are read; returns (passes, state, feed) to go on from."""
         engine = self.engine
         assert engine is not None
         passes = 0
-        while not machine.done:
+        while not machine.done and (values_until is None or len(machine.values) < values_until):
             result = engine.forward(feed, state)
             passes += 1
             state = result.state
@@ -320,7 +356,7 @@ class Extractor:
             choice = allowed[0] if len(allowed) == 1 else self._choose(result.hidden[-1], allowed)
             machine.advance(choice)
             feed = [choice] + machine.forced()
-        return passes
+        return passes, state, feed
 
     def _choose(self, hidden: np.ndarray, allowed: list[int]) -> int:
         if not allowed:

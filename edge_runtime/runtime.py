@@ -50,6 +50,9 @@ class RuntimeOptions:
     on_disagreement: str = "miss"
     top_k: int = 3
     guard: bool = True  # the changed-reasoning guard between IS2 and IS3 (edge_runtime/guard.py)
+    #: with the guard on, serve the aligner's draft where the model's only disagreement is an impossible reading
+    #: and the draft is among its ``impossible_rereads`` best tokens (edge_runtime/extractor.py); None: off
+    impossible_rereads: int | None = 2
     set_aside_disclaimers: bool = True  # a miss is read again without what it calls irrelevant (disclaimers.py)
     upstream: UpstreamConfig | None = None  # ask the source model on a MISS (off by default)
 
@@ -176,15 +179,18 @@ class EdgeRuntime:
 
     def _build_answerer(self, bundle: Bundle) -> Answerer:
         engine = self._engine_for(bundle)
-        extractor = Extractor(engine, on_disagreement=self.options.on_disagreement)
         router, threshold = self._router_for(bundle)
         from edge_runtime.guard import make_guard
 
+        guard = make_guard(getattr(router, "embedder", None)) if self.options.guard else None
+        extractor = Extractor(engine, on_disagreement=self.options.on_disagreement,
+                              impossible_rereads=self.options.impossible_rereads if guard else None,
+                              draft_check=(lambda entry, question, values: guard(entry, question, values, "lm-reread")
+                                           is None) if guard else None)
         return Answerer(
             name=bundle.name, version=bundle.version, digest=bundle.digest, entries=bundle.entries,
             modules=bundle.modules, router=router, threshold=threshold, extractor=extractor,
-            executor=self._executor(engine), top_k=self.options.top_k,
-            guard=make_guard(getattr(router, "embedder", None)) if self.options.guard else None,
+            executor=self._executor(engine), top_k=self.options.top_k, guard=guard,
             set_aside_disclaimers=self.options.set_aside_disclaimers,
         )
 

@@ -770,3 +770,19 @@ def test_other_disagreements_still_miss(engine, reader):
     assert info.value.reason == "extraction_failed" and "disagree" in info.value.detail
     with pytest.raises(ExtractionError):  # and with the re-read off, the impossible reading misses too
         _ScriptedReader(engine, use_fast_path=False, impossible_rereads=None).extract(RISE, RISE_QUESTION)
+
+
+def test_the_models_reading_is_not_spent_on_a_draft_the_guard_would_refuse(engine):
+    asked = []
+
+    def refuses(entry, question, values):
+        asked.append(values)
+        return False
+
+    counting = CountingEngine(engine)
+    reader = _ScriptedReader(counting, use_fast_path=False, draft_check=refuses)
+    with pytest.raises(ExtractionError):
+        reader.extract(RISE, RISE_QUESTION)
+    assert asked == [{"price": 120.0, "years": 3}]
+    assert counting.calls.count("forward") == 1  # the verifying pass only: no reading of the model's own
+
