@@ -218,3 +218,16 @@ def test_eval_end_to_end_gptcache(eval_run):
     gpt = report["sets"]["tiny"]["systems"]["gptcache"]
     assert gpt["by_kind"]["original"]["served_right"] == 1 and gpt["served_wrong"] >= 1
     assert "gptcache" in report["sweeps"] and report["speed"]["gptcache"]["lookup_latency_ms"]["n"] == 6
+
+
+def test_the_throughput_mix_keeps_every_path_and_its_head_is_no_run_of_rare_paths():
+    from builder.eval.speed import mixed_hits
+
+    records = [{"served": True, "path": "template", "query": f"t{i}"} for i in range(300)]
+    records += [{"served": True, "path": f"rare-{k}", "query": f"r{k}"} for k in range(6)]  # one slow hit each
+    records += [{"served": False, "path": "miss", "query": "m"}]
+    mix = mixed_hits(records, limit=200)
+    assert len(mix) == 200 and "m" not in mix
+    assert {q for q in mix if q.startswith("r")} == {f"r{k}" for k in range(6)}  # every path is in the mix
+    assert mix == mixed_hits(records, limit=200)  # the same order run after run
+    assert sum(q.startswith("r") for q in mix[:30]) < 6  # not all rare ones up front, as interleaving alone put them
