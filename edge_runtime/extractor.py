@@ -19,6 +19,7 @@ parameter's type and domain check; failure is an ExtractionError with the MISS r
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -148,6 +149,7 @@ class Extractor:
         self.use_alignment = use_alignment
         self.impossible_rereads = impossible_rereads
         self.draft_check = draft_check
+        self._rereading = threading.BoundedSemaphore(2)
         if engine is not None:
             template = (engine.root / "chat_template.jinja").read_text(encoding="utf-8") if (
                 engine.root / "chat_template.jinja"
@@ -229,19 +231,12 @@ class Extractor:
             if self.on_disagreement == "miss":
                 if (self.impossible_rereads and self._draft_near_top(slots, question, draft_ids, hidden_rows)
                         and self._draft_may_serve(entry, question, draft)):
-                    if diverged is not None:  # else the model closed the last value early: its reading is done
-                        passes += 1 + self._read_on(entry, machine, engine.forward(suffix_ids + draft_ids[:accepted],
-                                                                                   state).state, diverged, draft)
-                    model_reading = machine.result()
-                    differ = {p.name for p in entry.params if model_reading.get(p.name) != draft[p.name]}
-                    # each disagreement repeats a number the model put where the draft does too ("120" of the
-                    # price, again for the years), and the question states it too rarely for that
-                    repeats = {model_reading.get(p.name) for p in entry.params if p.name not in differ}
-                    if (differ and differ <= _over_used(entry, model_reading, question)
-                            and all(model_reading.get(name) in repeats for name in differ)
-                            and not _over_used(entry, draft, question)):
-                        return self._finish_spans({p.name: draft[p.name] for p in entry.params}, "lm-reread", passes,
-                                                  accepted, len(draft_ids), t0, t1)
+                    with self._rereading:  # each holds a KV state of ~20 MB: a few at a time bound the memory
+                        reread = self._reread(entry, question, slots, machine, state, suffix_ids, draft, draft_ids,
+                                              hidden_rows, accepted, diverged)
+                    if reread is not None:
+                        return self._finish_spans({p.name: draft[p.name] for p in entry.params}, "lm-reread",
+                                                  passes + reread, accepted, len(draft_ids), t0, t1)
                 raise ExtractionError(
                     "extraction_failed", f"the model and the aligner disagree after {accepted} of {len(draft_ids)} tokens"
                 )
@@ -280,6 +275,64 @@ class Extractor:
             machine.advance(choice)
             position += 1
         return position, None
+
+    def _reread(self, entry: EntryPoint, question: str, slots: list[SlotSpec], machine: JsonSlotsConstraint,
+                prefix: KVState, suffix_ids: list[int], draft: dict[str, str], draft_ids: list[int],
+                hidden_rows: np.ndarray, accepted: int, diverged: tuple[int, list[int]] | None) -> int | None:
+        """Forward passes spent when the draft may be served for an impossible reading of the model, else None.
+
+        The model's reading must differ from the draft only in slots that repeat a number it put where the
+        draft does too ("120" of the price, again for the years), the question must state that number too
+        rarely for that, and the draft must read better to the model than the other repair of the reading:
+        the number kept where the model put it and the draft's value moved to the slot it repeated into
+        ("bus $161 and ticket $161" repaired as the draft's "bus $18, ticket $161" or as "bus $161, ticket
+        $18": the second is the swap a drafting error makes)."""
+        engine = self.engine
+        assert engine is not None
+        passes = 0
+        if diverged is not None:  # else the model closed the last value early: its reading is done
+            passes += 1 + self._read_on(entry, machine, engine.forward(suffix_ids + draft_ids[:accepted], prefix).state,
+                                        diverged, draft)
+        reading = machine.result()
+        names = [p.name for p in entry.params]
+        differ = {n for n in names if reading.get(n) != draft[n]}
+        agreed = {reading.get(n) for n in names if n not in differ}
+        if not (differ and differ <= _over_used(entry, reading, question)
+                and all(reading.get(n) in agreed for n in differ) and not _over_used(entry, draft, question)):
+            return None
+        draft_score = self._reading_score(slots, question, draft_ids, hidden_rows)
+        for name in differ:
+            for partner in (n for n in names if n not in differ and reading.get(n) == reading.get(name)):
+                repair = dict(draft)
+                repair[name], repair[partner] = reading[name], draft[name]
+                try:
+                    validate_spans(entry, repair)
+                except ExtractionError:
+                    continue
+                repair_ids = JsonSlotsConstraint(engine, slots, question.strip()).draft_tokens([repair[n] for n in names])
+                rows = engine.forward(suffix_ids + repair_ids, prefix, keep_state=False).hidden[len(suffix_ids) - 1:]
+                passes += 1
+                if self._reading_score(slots, question, repair_ids, rows) >= draft_score:
+                    return None
+        return passes
+
+    def _reading_score(self, slots: list[SlotSpec], question: str, ids: list[int], hidden_rows: np.ndarray) -> float:
+        """The model's log-probability of a whole answer under the constraint (its decisions only)."""
+        machine = JsonSlotsConstraint(self.engine, slots, question.strip())
+        position, total = 0, 0.0
+        while not machine.done:
+            position += len(machine.forced())
+            if machine.done:
+                break
+            allowed = machine.allowed()
+            token = ids[position]
+            if len(allowed) > 1 and token in allowed:
+                scores = np.asarray(self._scores(machine, hidden_rows[position], allowed), dtype=np.float64)
+                top = scores.max()
+                total += scores[allowed.index(token)] - top - np.log(np.exp(scores - top).sum())
+            machine.advance(token)
+            position += 1
+        return total
 
     def _draft_may_serve(self, entry: EntryPoint, question: str, draft: dict[str, str]) -> bool:
         """The draft's values are valid and pass ``draft_check`` (true when there is none)."""
