@@ -786,3 +786,22 @@ def test_the_models_reading_is_not_spent_on_a_draft_the_guard_would_refuse(engin
     assert asked == [{"price": 120.0, "years": 3}]
     assert counting.calls.count("forward") == 1  # the verifying pass only: no reading of the model's own
 
+
+
+class _PrefersTheSwap(_ScriptedReader):
+    """Reads "120" twice, but scores the other repair of that reading ("three" dollars, 120 years) above the draft."""
+
+    swap = {"price": "three", "years": "120"}
+
+    def _scores(self, machine, hidden, allowed):
+        return np.array([3.0 if self._continues(machine, t, self.swap) else
+                         1.0 if self._continues(machine, t, self.draft) else 0.0 for t in allowed])
+
+    def _choose(self, hidden, allowed):
+        return next((t for t in allowed if self._continues(self.machine, t, self.reading)), allowed[0])
+
+
+def test_the_draft_is_not_served_when_the_swapped_repair_reads_better(engine):
+    with pytest.raises(ExtractionError) as info:
+        _PrefersTheSwap(engine, use_fast_path=False).extract(RISE, RISE_QUESTION)
+    assert "disagree" in info.value.detail
