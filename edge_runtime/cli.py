@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--workers", type=int, default=2)
     serve.add_argument("--metrics-port", type=int, default=None)
     serve.add_argument("--entry-timeout", type=float, default=5.0)
+    serve.add_argument("--rereads", action="store_true",
+                       help="serve the aligner's draft where the model's only disagreement is an impossible reading "
+                            "(more right answers on reworded questions, slower and heavier model path: docs/benchmarks.md)")
     serve.add_argument("--upstream-model", default=None,
                        help="on a MISS, also ask this source model via the anthropic SDK (off by default; key from "
                             "$ANTHROPIC_API_KEY); the reply is attached to the MISS")
@@ -92,7 +95,7 @@ def _serve(args: argparse.Namespace) -> int:
         data_dir=args.data_dir or default_data_dir(), trusted_keys=_trusted_keys(args.trust),
         allow_unsigned=args.insecure_allow_unsigned, threads=args.threads, spin=args.spin, workers=args.workers,
         model_runs=args.model_runs,
-        entry_timeout_s=args.entry_timeout,
+        entry_timeout_s=args.entry_timeout, impossible_rereads=2 if args.rereads else None,
         upstream=UpstreamConfig(args.upstream_model, base_url=args.upstream_base_url, timeout_s=args.upstream_timeout)
         if args.upstream_model else None,
     )

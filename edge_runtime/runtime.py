@@ -51,8 +51,10 @@ class RuntimeOptions:
     top_k: int = 3
     guard: bool = True  # the changed-reasoning guard between IS2 and IS3 (edge_runtime/guard.py)
     #: with the guard on, serve the aligner's draft where the model's only disagreement is an impossible reading
-    #: and the draft is among its ``impossible_rereads`` best tokens (edge_runtime/extractor.py); None: off
-    impossible_rereads: int | None = 2
+    #: and the draft is among its ``impossible_rereads`` best tokens (edge_runtime/extractor.py). None (the default):
+    #: off. Measured (docs/benchmarks.md): GSM-Plus +6 right, nothing wrong or changed served; but on a load half of
+    #: model-path questions, throughput at 16 clients 55 -> 31 req/s and peak RSS 478 -> 544 MB (goal 500).
+    impossible_rereads: int | None = None
     set_aside_disclaimers: bool = True  # a miss is read again without what it calls irrelevant (disclaimers.py)
     upstream: UpstreamConfig | None = None  # ask the source model on a MISS (off by default)
 

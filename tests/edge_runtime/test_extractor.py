@@ -743,7 +743,7 @@ class _ScriptedReader(Extractor):
 
 def test_the_draft_is_served_where_the_models_only_disagreement_is_an_impossible_reading(engine):
     assert draft_values(RISE.template, RISE.params, RISE_QUESTION) == _ScriptedReader.draft
-    served = _ScriptedReader(engine, use_fast_path=False).extract(RISE, RISE_QUESTION)
+    served = _ScriptedReader(engine, use_fast_path=False, impossible_rereads=2).extract(RISE, RISE_QUESTION)
     assert served.path == "lm-reread" and served.values == {"price": 120, "years": 3}
     assert served.forward_passes >= 2  # the verifying pass, then the model's own reading
 
@@ -766,10 +766,10 @@ class _DisagreesTwice(_ScriptedReader):
 @pytest.mark.parametrize("reader", [_ReadsAnotherStatedNumber, _DraftIsThird, _DisagreesTwice])
 def test_other_disagreements_still_miss(engine, reader):
     with pytest.raises(ExtractionError) as info:
-        reader(engine, use_fast_path=False).extract(RISE, RISE_QUESTION)
+        reader(engine, use_fast_path=False, impossible_rereads=2).extract(RISE, RISE_QUESTION)
     assert info.value.reason == "extraction_failed" and "disagree" in info.value.detail
-    with pytest.raises(ExtractionError):  # and with the re-read off, the impossible reading misses too
-        _ScriptedReader(engine, use_fast_path=False, impossible_rereads=None).extract(RISE, RISE_QUESTION)
+    with pytest.raises(ExtractionError):  # and with the re-read off (the default), the impossible reading misses too
+        _ScriptedReader(engine, use_fast_path=False).extract(RISE, RISE_QUESTION)
 
 
 def test_the_models_reading_is_not_spent_on_a_draft_the_guard_would_refuse(engine):
@@ -780,7 +780,7 @@ def test_the_models_reading_is_not_spent_on_a_draft_the_guard_would_refuse(engin
         return False
 
     counting = CountingEngine(engine)
-    reader = _ScriptedReader(counting, use_fast_path=False, draft_check=refuses)
+    reader = _ScriptedReader(counting, use_fast_path=False, impossible_rereads=2, draft_check=refuses)
     with pytest.raises(ExtractionError):
         reader.extract(RISE, RISE_QUESTION)
     assert asked == [{"price": 120.0, "years": 3}]
@@ -803,5 +803,5 @@ class _PrefersTheSwap(_ScriptedReader):
 
 def test_the_draft_is_not_served_when_the_swapped_repair_reads_better(engine):
     with pytest.raises(ExtractionError) as info:
-        _PrefersTheSwap(engine, use_fast_path=False).extract(RISE, RISE_QUESTION)
+        _PrefersTheSwap(engine, use_fast_path=False, impossible_rereads=2).extract(RISE, RISE_QUESTION)
     assert "disagree" in info.value.detail

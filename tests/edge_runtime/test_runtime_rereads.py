@@ -1,5 +1,5 @@
-"""The runtime wires the model's re-read (edge_runtime/extractor.py ``impossible_rereads``) to its guard: the
-draft is served only where the guard would pass it, and without a guard there are no re-reads."""
+"""The runtime wires the model's re-read (edge_runtime/extractor.py ``impossible_rereads``, off by default) to its
+guard: the draft is served only where the guard would pass it, and without a guard there are no re-reads."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ def built(tmp_path_factory):
 @pytest.mark.parametrize("guard", [True, False])
 def test_rereads_ask_the_guard_and_are_off_without_one(tmp_path, built, guard):
     bundle, public = built
-    edge = create_server(RuntimeOptions(data_dir=tmp_path / "device", trusted_keys=[public], guard=guard))
+    assert RuntimeOptions(data_dir=tmp_path).impossible_rereads is None  # off unless asked for
+    edge = create_server(RuntimeOptions(data_dir=tmp_path / "device", trusted_keys=[public], guard=guard,
+                                        impossible_rereads=2))
     try:
         with EdgeClient(f"127.0.0.1:{edge.port}") as client:
             client.activate(client.push_bundle(bundle).bundle_id)
