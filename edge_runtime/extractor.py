@@ -380,8 +380,7 @@ class Extractor:
         at a value that differs from the draft's and is no other slot's draft value either: such a reading is not
         the impossible one ``impossible_rereads`` serves the draft for, so the rest need not be read."""
         names = [p.name for p in entry.params]
-        closed = not machine._value_text and not machine._value_ids  # the model's token closed the value
-        slot = len(machine.values) - 1 if closed else len(machine.values)
+        slot = len(machine.values) if machine.in_value else len(machine.values) - 1  # else its token closed the value
         passes, feed = 0, [diverged[0]] + diverged[1]
         while True:
             used, state, feed = self._decode(machine, state, feed, values_until=slot + 1)

@@ -147,6 +147,11 @@ class JsonSlotsConstraint:
         """Index of the parameter whose value is being written."""
         return self._slot
 
+    @property
+    def in_value(self) -> bool:
+        """Whether a value has begun and not yet closed."""
+        return bool(self._value_ids)
+
     def ends_value(self, token: int) -> bool:
         """Whether ``token`` closes the current value (several spellings of the closing text do)."""
         return not self.done and token in self._closers[self._slot]
