@@ -22,12 +22,13 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from edge_runtime.draft import draft_values, named_choice
 from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
+from edge_runtime.guard import same_value, scan
 from edge_runtime.json_constraint import JsonSlotsConstraint, SlotSpec
 from edge_runtime.lm_engine import KVState, LMEngine
 from edge_runtime.metadata import EntryPoint, Param
@@ -138,9 +139,9 @@ class Extractor:
         served: the model's reading of everything else agrees, and its only disagreement is one no
         reading of the question can have. None (default): off. Measured (docs/benchmarks.md): GSM-Plus +6
         right, 0 wrong, no changed or unrelated question served; the model's own reading costs a pass per
-        token and a KV state, which on model-heavy loads costs throughput and memory the device goals need. ``draft_check`` (the runtime passes
-        its guard) is asked first whether the draft's values could be served at all: the model's reading
-        costs a pass per token, spent only where the draft would pass."""
+        token and a KV state, which on model-heavy loads costs throughput and memory the device goals need.
+        ``draft_check`` (the runtime passes its guard) is asked first whether the draft's values could be
+        served at all, so that reading is spent only where the draft would pass."""
         if on_disagreement not in ("decode", "miss"):
             raise ValueError("on_disagreement must be 'decode' or 'miss'")
         self.engine = engine
@@ -319,20 +320,12 @@ class Extractor:
 
     def _reading_score(self, slots: list[SlotSpec], question: str, ids: list[int], hidden_rows: np.ndarray) -> float:
         """The model's log-probability of a whole answer under the constraint (its decisions only)."""
-        machine = JsonSlotsConstraint(self.engine, slots, question.strip())
-        position, total = 0, 0.0
-        while not machine.done:
-            position += len(machine.forced())
-            if machine.done:
-                break
-            allowed = machine.allowed()
-            token = ids[position]
+        total = 0.0
+        for machine, position, allowed, token in self._decisions(slots, question, ids):
             if len(allowed) > 1 and token in allowed:
                 scores = np.asarray(self._scores(machine, hidden_rows[position], allowed), dtype=np.float64)
                 top = scores.max()
                 total += scores[allowed.index(token)] - top - np.log(np.exp(scores - top).sum())
-            machine.advance(token)
-            position += 1
         return total
 
     def _draft_may_serve(self, entry: EntryPoint, question: str, draft: dict[str, str]) -> bool:
@@ -343,30 +336,35 @@ class Extractor:
             return False
         return self.draft_check is None or self.draft_check(entry, question, values)
 
-    def _draft_near_top(self, slots: list[SlotSpec], question: str, draft_ids: list[int], hidden_rows: np.ndarray) -> bool:
-        """Every token of the draft is among the model's ``impossible_rereads`` best allowed tokens at its position."""
-        engine = self.engine
-        assert engine is not None and self.impossible_rereads
-        machine = JsonSlotsConstraint(engine, slots, question.strip())
+    def _decisions(self, slots: list[SlotSpec], question: str,
+                   ids: list[int]) -> Iterator[tuple[JsonSlotsConstraint, int, list[int], int | None]]:
+        """Replay an answer's tokens through a fresh machine: (machine, position, allowed, token) at each
+        decision, the machine advanced by the token after the caller has looked; token None past the end."""
+        machine = JsonSlotsConstraint(self.engine, slots, question.strip())
         position = 0
         while not machine.done:
-            for token in machine.forced():
-                position += 1
+            position += len(machine.forced())
             if machine.done:
                 break
-            allowed = machine.allowed()
-            if position >= len(draft_ids) or draft_ids[position] not in allowed:
+            token = ids[position] if position < len(ids) else None
+            yield machine, position, machine.allowed(), token
+            if token is None:
+                return
+            machine.advance(token)
+            position += 1
+
+    def _draft_near_top(self, slots: list[SlotSpec], question: str, draft_ids: list[int], hidden_rows: np.ndarray) -> bool:
+        """Every token of the draft is among the model's ``impossible_rereads`` best allowed tokens at its position."""
+        assert self.impossible_rereads
+        for machine, position, allowed, token in self._decisions(slots, question, draft_ids):
+            if token not in allowed:
                 return False
-            token = draft_ids[position]
             if len(allowed) > 1:
                 scores = self._scores(machine, hidden_rows[position], allowed)
                 best = allowed[int(np.argmax(scores))]
                 if best != token and not (machine.ends_value(best) and machine.ends_value(token)):
-                    mine = scores[allowed.index(token)]
-                    if int(np.sum(scores > mine)) >= self.impossible_rereads:
+                    if int(np.sum(scores > scores[allowed.index(token)])) >= self.impossible_rereads:
                         return False
-            machine.advance(token)
-            position += 1
         return True
 
     def _scores(self, machine: JsonSlotsConstraint, hidden: np.ndarray, allowed: list[int]) -> np.ndarray:
@@ -441,8 +439,6 @@ class Extractor:
 def _over_used(entry: EntryPoint, spans: dict[str, str], question: str) -> set[str]:
     """The slots of a reading that fill more slots with a number than the question states it: "120" for the
     price and for the years of "three years ... $120". One stated number fills one slot: such a reading is impossible."""
-    from edge_runtime.guard import scan
-
     mentions = scan(question)
     slots: dict[float, list[str]] = {}
     for param in entry.params:
@@ -455,7 +451,7 @@ def _over_used(entry: EntryPoint, spans: dict[str, str], question: str) -> set[s
         slots.setdefault(value, []).append(param.name)
     over: set[str] = set()
     for value, names in slots.items():
-        stated = sum(any(abs(v - value) <= 1e-9 * max(1.0, abs(value)) for v in m.values) for m in mentions)
+        stated = sum(any(same_value(v, value) for v in m.values) for m in mentions)
         if len(names) > 1 and len(names) > stated:
             over.update(names)
     return over

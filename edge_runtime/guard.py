@@ -128,7 +128,8 @@ def scan(text: str) -> list[Mention]:
     return sorted(found, key=lambda m: m.start)
 
 
-def _same(a: float, b: float) -> bool:
+def same_value(a: float, b: float) -> bool:
+    """Two numbers equal up to float noise ("0.1 + 0.2" and "0.3")."""
     return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
@@ -136,9 +137,9 @@ def _shares_value(a: Mention, b: Mention) -> bool:
     """Two mentions state the same number: same value as read ("a half" = "0.5", "ten" = "10"), or one is
     the other's percentage as a rate ("25%" = "0.25"). "half" is not "twice", though a program may divide
     by 2 for either."""
-    if _same(a.values[0], b.values[0]):
+    if same_value(a.values[0], b.values[0]):
         return True
-    return (a.percent and _same(a.values[-1], b.values[0])) or (b.percent and _same(b.values[-1], a.values[0]))
+    return (a.percent and same_value(a.values[-1], b.values[0])) or (b.percent and same_value(b.values[-1], a.values[0]))
 
 
 # ---- words --------------------------------------------------------------------------------------
@@ -326,9 +327,9 @@ class ReasoningGuard:
             after_slot = {}
             for m in _SLOT.finditer(entry.template):
                 word = re.match(r"[\s-]*([A-Za-z]+)", entry.template[m.end():])
-                before = re.findall(r"[A-Za-z]+", entry.template[:m.start()])
+                before = _WORD.findall(entry.template[:m.start()].lower())
                 if word and before:
-                    after_slot[(before[-1].lower(), word[1].lower())] = m.group(1)
+                    after_slot[(before[-1], word[1].lower())] = m.group(1)
             cached = _TemplateFacts(literal, constants, slots, words, frozenset(plain), months, target,
                                     fraction_pairs, worded, before_of, percent_slots, after_slot)
             if len(self._templates) < 100_000:
@@ -360,9 +361,9 @@ class ReasoningGuard:
                 continue
             slot = facts.slots.get(name, (set(), set()))
             stated = 1 / value if reading == "reciprocal" and value else value  # "two thirds" for the 1.5 of "/ 1.5"
-            index = _best(mentions, contexts, used, slot, lambda m: _same(m.values[0], stated))
+            index = _best(mentions, contexts, used, slot, lambda m: same_value(m.values[0], stated))
             if index is None:
-                index = _best(mentions, contexts, used, slot, lambda m: any(_same(v, stated) or _same(v, value) for v in m.values))
+                index = _best(mentions, contexts, used, slot, lambda m: any(same_value(v, stated) or same_value(v, value) for v in m.values))
             if index is None and name not in facts.before_of:  # "{f} of the {n} students": the "of" is the template's
                 others = [v for n, v, _ in numeric if n != name]
                 pair = _share_of(question, mentions, used, value, others)
@@ -391,15 +392,15 @@ class ReasoningGuard:
             if name in facts.percent_slots and not mention.percent:
                 return Verdict(f"the entry reads {name!r} as a percent, but the question states {mention.text!r} as no "
                                "percent", checks)
-            if mention.percent and name not in facts.percent_slots and _same(value, mention.values[0]):
+            if mention.percent and name not in facts.percent_slots and same_value(value, mention.values[0]):
                 return Verdict(f"the question states {mention.text!r} as a percent, but the entry reads {name!r} as a "
                                "plain number", checks)
         # 1a'. (a reworded question) a slot's number left unstated in its place: "combine a certain mL of one
         # medicine" where the template combines "{m} mL": the value was removed, whatever number was read for it
         if model_path and cfg.check_values:
             for match in _UNSTATED.finditer(question):
-                before = re.findall(r"[A-Za-z]+", question[:match.start()])
-                name = facts.after_slot.get((before[-1].lower() if before else "", match["word"].lower()))
+                before = _WORD.findall(question[:match.start()].lower())
+                name = facts.after_slot.get((before[-1] if before else "", match["word"].lower()))
                 if name is not None and match.group(0).lower() not in entry.template.lower():
                     return Verdict(f"the question leaves {name!r} unstated ({match.group(0)!r})", checks)
         # 1b. (a reworded question) each value's neighbouring words share something with its slot's or its
@@ -564,8 +565,8 @@ def _bind_fractions(facts: "_TemplateFacts", mentions: Sequence[Mention], values
             continue
         for i, mention in enumerate(mentions):
             fraction = _FRACTION.fullmatch(mention.text)
-            if (i not in used and fraction and _same(float(fraction[1]), values[a])
-                    and _same(float(fraction[2]), values[b])):
+            if (i not in used and fraction and same_value(float(fraction[1]), values[a])
+                    and same_value(float(fraction[2]), values[b])):
                 used.add(i)
                 bound[a] = bound[b] = i
                 break
@@ -576,7 +577,7 @@ def _bind_fractions(facts: "_TemplateFacts", mentions: Sequence[Mention], values
             worded = _WORDED_FRACTION.fullmatch(mention.text)
             numerator = _read(worded[1]) if worded else None
             if (i not in used and numerator and re.split(r"[\s-]+", mention.text.lower())[-1] == word
-                    and _same(numerator[0], values[name])):
+                    and same_value(numerator[0], values[name])):
                 used.add(i)
                 bound[name] = i
                 stated_words.append(word)
@@ -594,9 +595,9 @@ def _share_of(text: str, mentions: Sequence[Mention], used: set[int], value: flo
         between = text[share.end:whole.start]
         if (i in used or i + 1 in used or not _SHARE_BETWEEN.fullmatch(between)
                 or share.percent or share.money or whole.percent or whole.money
-                or any(_same(whole.values[0], other) for other in others)):
+                or any(same_value(whole.values[0], other) for other in others)):
             continue
-        if reads_as_share(share.values[0], "times" in between.lower()) and _same(share.values[0] * whole.values[0], value):
+        if reads_as_share(share.values[0], "times" in between.lower()) and same_value(share.values[0] * whole.values[0], value):
             return i, i + 1
     return None
 
