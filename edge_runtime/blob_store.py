@@ -150,6 +150,10 @@ class BlobStore:
         finally:
             tmp.unlink(missing_ok=True)
 
+    def used_bytes(self) -> int:
+        """Bytes held in blobs/ (what the push quota counts)."""
+        return sum(p.stat().st_size for p in (self.root / "blobs").glob("*/*") if p.is_file())
+
     def verify(self, sha256: str) -> bool:
         """Re-hash a stored blob (for audits: a disk can rot what a rename once made right)."""
         path = self.path(sha256)

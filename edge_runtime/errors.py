@@ -97,6 +97,30 @@ class IntegrityError(BundleError):
     """A payload file's bytes do not match the hash the signed manifest lists for it."""
 
 
+class BundleVersionError(BundleError):
+    """A bundle's version cannot be ordered (neither an integer nor semver), so it cannot be protected against downgrade."""
+
+
+class BundleConflictError(BundleError):
+    """A bundle id already stored on the device was pushed again with different bytes; the stored one is kept."""
+
+
+class BundleNameRefusedError(BundleError):
+    """The device pins the bundle names it accepts (``--accept-bundle``) and this name is not one of them."""
+
+
+class DowngradeError(ArcError):
+    """Activation of a version not higher than the highest activated for that bundle name (use an explicit rollback)."""
+
+
+class BlobQuotaError(ArcError):
+    """A pushed blob is larger than the per-blob limit or would take the store past its total quota; nothing was kept."""
+
+
+class ServerBindError(ArcError):
+    """A listener could not be opened (address already in use, socket path not usable)."""
+
+
 class BlobStoreError(ArcError):
     """The device's content-addressed store is missing a blob, or was given bytes that fail their hash."""
 

@@ -20,13 +20,22 @@ from edge_runtime.answerer import Answer, Answerer
 from edge_runtime.blob_store import BlobStore
 from edge_runtime.bundle import Bundle, read_bundle
 from edge_runtime.compiler import LoadedCompiledEntry
-from edge_runtime.errors import ArcError, BlobStoreError, BundleError
+from edge_runtime.errors import (
+    ArcError,
+    BlobStoreError,
+    BundleConflictError,
+    BundleError,
+    BundleNameRefusedError,
+    DowngradeError,
+)
 from edge_runtime.extractor import Extractor
+from edge_runtime.high_water import HighWaterMarks
 from edge_runtime.lm_engine import LMEngine
 from edge_runtime.metrics import Metrics
 from edge_runtime.miss_log import MissLog
 from edge_runtime.registry import Execution
 from edge_runtime.upstream import AnthropicUpstream, UpstreamConfig, UpstreamReply
+from edge_runtime.versions import BundleVersion
 
 
 class RuntimeStateError(ArcError):
@@ -57,6 +66,10 @@ class RuntimeOptions:
     impossible_rereads: int | None = None
     set_aside_disclaimers: bool = True  # a miss is read again without what it calls irrelevant (disclaimers.py)
     upstream: UpstreamConfig | None = None  # ask the source model on a MISS (off by default)
+    #: bundle names this device accepts; empty: any name a trusted key signed (docs/security-device.md)
+    accept_bundle_names: tuple[str, ...] = ()
+    max_blob_bytes: int = 2 << 30  # one pushed blob (a target-model file)
+    max_blob_store_bytes: int = 8 << 30  # everything in the blob store together
 
 
 class EdgeRuntime:
@@ -67,6 +80,7 @@ class EdgeRuntime:
         self.data_dir = Path(options.data_dir)
         self.bundles_dir = self.data_dir / "bundles"
         self.bundles_dir.mkdir(parents=True, exist_ok=True)
+        self.high_water = HighWaterMarks(self.bundles_dir)
         self.blobs = BlobStore(self.data_dir / "blobs")
         self.miss_log = MissLog(self.data_dir / "misses")
         self.metrics = Metrics()
@@ -118,12 +132,32 @@ class EdgeRuntime:
         )
 
     def stage_bundle(self, data: bytes) -> tuple[Bundle, list[str]]:
-        """Verify a pushed bundle and keep it on disk; returns it and the target-model blobs still missing."""
+        """Verify a pushed bundle and keep it on disk; returns it and the target-model blobs still missing.
+
+        A bundle id (name-version) names one set of bytes for ever: pushing the same bytes again is a
+        no-op, different bytes under a stored id are refused (the stored bundle stays, as served)."""
         bundle = self.read(data)
+        BundleVersion(bundle.version)  # an unorderable version is refused before it is stored
+        pinned = self.options.accept_bundle_names
+        if pinned and bundle.name not in pinned:
+            raise BundleNameRefusedError(
+                f"this device accepts only bundles named {', '.join(sorted(pinned))}; {bundle.name!r} refused"
+            )
         path = self.bundles_dir / f"{bundle.name}-{bundle.version}.arcb"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        with self._lock:
+            if path.exists():
+                if path.read_bytes() != data:
+                    raise BundleConflictError(
+                        f"{path.stem} is already stored on this device with different contents; a bundle id is never "
+                        f"overwritten: build the change under a new version"
+                    )
+            else:
+                tmp = path.with_suffix(".tmp")
+                with open(tmp, "wb") as out:
+                    out.write(data)
+                    out.flush()
+                    os.fsync(out.fileno())
+                os.replace(tmp, path)
         missing = self.blobs.missing(bundle.target_model["files"]) if bundle.target_model else []
         return bundle, missing
 
@@ -156,22 +190,68 @@ class EdgeRuntime:
         return self._active
 
     def activate(self, bundle_id: str) -> tuple[str, str]:
+        """Activate a staged bundle whose version is higher than any activated before for its name
+        (the highest itself may be activated again); an older one only through ``rollback``."""
         with self._lock:
-            self._activate(bundle_id, remember_previous=True)
+            bundle = self._staged(bundle_id)
+            version = BundleVersion(bundle.version)
+            highest = self.high_water.highest(bundle.name)
+            if highest is not None and (version < highest or (version == highest and version.text != highest.text)):
+                raise DowngradeError(
+                    f"refused to activate {bundle_id}: version {bundle.version} is not higher than {highest.text}, "
+                    f"the highest {bundle.name} this device has activated (an older bundle only by rollback)"
+                )
+            self._activate(bundle_id, remember_previous=True, bundle=bundle)
+            self.high_water.raise_to(bundle.name, version)
             return self.active_id, self._previous_id
 
-    def rollback(self) -> tuple[str, str]:
+    def rollback(self, bundle_id: str = "") -> tuple[str, str]:
+        """Go back to an older held bundle of the active name: the one named, or else the newest one
+        below the active version. The high-water mark stays, so a later activate may only go up again."""
         with self._lock:
-            if not self._previous_id:
-                raise RuntimeStateError("there is no previous bundle to roll back to")
-            self._activate(self._previous_id, remember_previous=True)
+            current = self._active
+            if current is None:
+                raise RuntimeStateError("no bundle is active on this device, so there is nothing to roll back")
+            active_version = BundleVersion(current.version)
+            if bundle_id:
+                bundle = self._staged(bundle_id)
+                if bundle.name != current.name or not BundleVersion(bundle.version) < active_version:
+                    raise RuntimeStateError(
+                        f"cannot roll back to {bundle_id}: a rollback goes to an older {current.name} than the "
+                        f"active {current.bundle_id}"
+                    )
+            else:
+                earlier = [b for b in self._held(current.name) if BundleVersion(b.version) < active_version]
+                if not earlier:
+                    raise RuntimeStateError(
+                        f"no earlier bundle of {current.name} than the active {current.bundle_id} is held on this device"
+                    )
+                bundle = max(earlier, key=lambda b: BundleVersion(b.version))
+                bundle_id = f"{bundle.name}-{bundle.version}"
+            self._activate(bundle_id, remember_previous=True, bundle=bundle)
             return self.active_id, self._previous_id
 
-    def _activate(self, bundle_id: str, *, remember_previous: bool) -> None:
+    def _held(self, name: str) -> list[Bundle]:
+        """The verified bundles of ``name`` stored on this device (unreadable or unordered ones skipped)."""
+        held = []
+        for path in self.bundles_dir.glob(f"{name}-*.arcb"):
+            try:
+                bundle = self.read(path)
+                BundleVersion(bundle.version)
+            except BundleError:
+                continue
+            if bundle.name == name:
+                held.append(bundle)
+        return held
+
+    def _staged(self, bundle_id: str) -> Bundle:
         path = self.bundles_dir / f"{bundle_id}.arcb"
-        if "/" in bundle_id or not path.exists():
+        if not bundle_id or "/" in bundle_id or bundle_id.startswith(".") or not path.exists():
             raise RuntimeStateError(f"no staged bundle {bundle_id!r}")
-        bundle = self.read(path)
+        return self.read(path)
+
+    def _activate(self, bundle_id: str, *, remember_previous: bool, bundle: Bundle | None = None) -> None:
+        bundle = bundle or self._staged(bundle_id)
         answerer = self._build_answerer(bundle)
         old = self._active
         self._active = answerer  # the swap: one reference assignment
