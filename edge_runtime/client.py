@@ -13,6 +13,28 @@ from edge_runtime.proto import edge_pb2 as pb
 from edge_runtime.proto import edge_pb2_grpc as pb_grpc
 
 CHUNK = 1 << 20
+DEFAULT_PORT = 50551
+
+
+def target(address: str) -> str:
+    """A gRPC target from what a user types: ``localhost`` means ``localhost:50551`` (not 443);
+    ``unix:PATH`` and ``host:port`` pass through."""
+    if address.startswith(("unix:", "unix-abstract:", "dns:", "ipv4:", "ipv6:")):
+        return address
+    if address.startswith("["):
+        return address if "]:" in address else f"{address}:{DEFAULT_PORT}"
+    if address.count(":") == 1:
+        return address
+    if address.count(":") > 1:  # a bare IPv6 address
+        return f"[{address}]:{DEFAULT_PORT}"
+    return f"{address}:{DEFAULT_PORT}"
+
+
+def admin_channel(admin_socket: str | Path, options: list | None = None) -> grpc.Channel:
+    """A channel to the device's admin Unix socket (local credentials: the socket's 0660 mode is the door)."""
+    path = str(admin_socket)
+    path = path if path.startswith("unix:") else f"unix:{Path(path).absolute()}"
+    return grpc.secure_channel(path, grpc.local_channel_credentials(grpc.LocalConnectionType.UDS), options=options)
 
 
 class EdgeClient:
@@ -27,13 +49,30 @@ class EdgeClient:
         ("grpc.max_reconnect_backoff_ms", 1000),
     )
 
-    def __init__(self, address: str, *, timeout_s: float = 10.0) -> None:
-        self.channel = grpc.insecure_channel(address, options=list(self.CHANNEL_OPTIONS))
+    def __init__(self, address: str, *, timeout_s: float = 10.0, admin_socket: str | Path | None = None,
+                 root_cert: Path | None = None, client_cert: Path | None = None, client_key: Path | None = None) -> None:
+        """Queries go to ``address`` (TLS with ``root_cert``, mutual with ``client_cert/key``); pushes,
+        activation, rollback and DescribeEntry go to ``admin_socket`` (without one they are refused
+        by the device with PERMISSION_DENIED)."""
+        options = list(self.CHANNEL_OPTIONS)
+        if root_cert is not None:
+            credentials = grpc.ssl_channel_credentials(
+                Path(root_cert).read_bytes(),
+                Path(client_key).read_bytes() if client_key else None,
+                Path(client_cert).read_bytes() if client_cert else None,
+            )
+            self.channel = grpc.secure_channel(target(address), credentials, options=options)
+        else:
+            self.channel = grpc.insecure_channel(target(address), options=options)
         self.stub = pb_grpc.EdgeCacheStub(self.channel)
+        self.admin_channel = admin_channel(admin_socket, options) if admin_socket else None
+        self.admin_stub = pb_grpc.EdgeCacheStub(self.admin_channel) if self.admin_channel else self.stub
         self.timeout_s = timeout_s
 
     def close(self) -> None:
         self.channel.close()
+        if self.admin_channel is not None:
+            self.admin_channel.close()
 
     def __enter__(self) -> "EdgeClient":
         return self
@@ -51,26 +90,26 @@ class EdgeClient:
         return self.stub.ListEntries(pb.ListEntriesRequest(), timeout=self.timeout_s)
 
     def describe(self, entry_id: str) -> pb.EntryDescription:
-        return self.stub.DescribeEntry(pb.DescribeEntryRequest(entry_id=entry_id), timeout=self.timeout_s)
+        return self.admin_stub.DescribeEntry(pb.DescribeEntryRequest(entry_id=entry_id), timeout=self.timeout_s)
 
     def push_model(self, artefact_dir: Path, *, timeout_s: float = 600.0) -> list[str]:
         """Push the target-model files the device lacks (by content hash); returns what was sent."""
         files = {}
         for path in sorted(p for p in Path(artefact_dir).rglob("*") if p.is_file()):
             files[_sha256(path)] = path
-        missing = self.stub.MissingBlobs(pb.MissingBlobsRequest(sha256=list(files)), timeout=self.timeout_s).sha256
+        missing = self.admin_stub.MissingBlobs(pb.MissingBlobsRequest(sha256=list(files)), timeout=self.timeout_s).sha256
         for sha in missing:
-            self.stub.PushBlob(_blob_chunks(sha, files[sha]), timeout=timeout_s)
+            self.admin_stub.PushBlob(_blob_chunks(sha, files[sha]), timeout=timeout_s)
         return list(missing)
 
     def push_bundle(self, path: Path, *, timeout_s: float = 120.0) -> pb.PushBundleResponse:
-        return self.stub.PushBundle(_bundle_chunks(Path(path)), timeout=timeout_s)
+        return self.admin_stub.PushBundle(_bundle_chunks(Path(path)), timeout=timeout_s)
 
     def activate(self, bundle_id: str) -> pb.BundleStatus:
-        return self.stub.ActivateBundle(pb.ActivateBundleRequest(bundle_id=bundle_id), timeout=max(self.timeout_s, 60.0))
+        return self.admin_stub.ActivateBundle(pb.ActivateBundleRequest(bundle_id=bundle_id), timeout=max(self.timeout_s, 60.0))
 
-    def rollback(self) -> pb.BundleStatus:
-        return self.stub.RollbackBundle(pb.RollbackBundleRequest(), timeout=max(self.timeout_s, 60.0))
+    def rollback(self, bundle_id: str = "") -> pb.BundleStatus:
+        return self.admin_stub.RollbackBundle(pb.RollbackBundleRequest(bundle_id=bundle_id), timeout=max(self.timeout_s, 60.0))
 
     def list_bundles(self) -> pb.ListBundlesResponse:
         return self.stub.ListBundles(pb.ListBundlesRequest(), timeout=self.timeout_s)

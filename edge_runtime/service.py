@@ -5,13 +5,22 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import grpc
 from google.protobuf.message import DecodeError
 
 from edge_runtime.answerer import Answer, Answerer
-from edge_runtime.errors import ArcError, BlobStoreError, BundleError
+from edge_runtime.blob_quota import BlobQuota
+from edge_runtime.errors import (
+    ArcError,
+    BlobQuotaError,
+    BlobStoreError,
+    BundleConflictError,
+    BundleError,
+    BundleNameRefusedError,
+    DowngradeError,
+)
 from edge_runtime.proto import edge_pb2 as pb
 from edge_runtime.runtime import EdgeRuntime, RuntimeStateError
 
@@ -26,7 +35,6 @@ _REASONS = {
     "reasoning_changed": pb.REASONING_CHANGED,
     "answer_out_of_domain": pb.ANSWER_OUT_OF_DOMAIN,
 }
-MAX_BLOB_BYTES = 4 << 30
 
 
 class BadRequest:
@@ -36,12 +44,21 @@ class BadRequest:
         self.reason = reason
 
 
-def parse_invoke_request(data: bytes) -> Any:
-    """Deserializer that turns a parse failure into a clear INVALID_ARGUMENT instead of INTERNAL."""
-    try:
-        return pb.InvokeRequest.FromString(data)
-    except (DecodeError, UnicodeDecodeError) as exc:
-        return BadRequest(f"the request does not parse (is the query valid UTF-8?): {exc}")
+def request_parser(message_type: Any) -> Callable[[bytes], Any]:
+    """A deserializer that never raises: bytes that do not parse become a BadRequest, which the
+    handler wrappers in server.py answer with INVALID_ARGUMENT (gRPC would say INTERNAL)."""
+    name = message_type.DESCRIPTOR.full_name
+
+    def parse(data: bytes) -> Any:
+        try:
+            return message_type.FromString(data)
+        except (DecodeError, UnicodeDecodeError, ValueError) as exc:
+            return BadRequest(f"the request does not parse as {name} (is every string valid UTF-8?): {exc}")
+
+    return parse
+
+
+parse_invoke_request = request_parser(pb.InvokeRequest)
 
 
 def _json(value: Any) -> str:
@@ -67,10 +84,25 @@ def to_response(answerer: Answerer, answer: Answer) -> pb.InvokeResponse:
 
 
 class EdgeCacheServicer:
-    """Implements arc.edge.v1.EdgeCache on an EdgeRuntime."""
+    """Implements arc.edge.v1.EdgeCache on an EdgeRuntime.
 
-    def __init__(self, runtime: EdgeRuntime) -> None:
+    One instance per listener: ``admin`` is True only on the admin listener, where DescribeEntry
+    includes an entry's compiled source. Which methods a listener may call at all is decided by
+    server.QueryListenerGuard, not here."""
+
+    def __init__(self, runtime: EdgeRuntime, *, admin: bool = False, quota: BlobQuota | None = None) -> None:
         self.runtime = runtime
+        self.admin = admin
+        options = runtime.options
+        self.quota = quota or BlobQuota(options.max_blob_bytes, options.max_blob_store_bytes, runtime.blobs.used_bytes)
+
+    def _chunks(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+        """A pushed stream's chunks; a chunk whose bytes did not parse ends the push as INVALID_ARGUMENT."""
+        for chunk in request_iterator:
+            if isinstance(chunk, BadRequest):
+                self.runtime.count_invalid()
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, chunk.reason)
+            yield chunk
 
     # ---- answering -----------------------------------------------------------------
     def _checked_query(self, request: Any, context: grpc.ServicerContext) -> str:
@@ -152,7 +184,7 @@ class EdgeCacheServicer:
                 )
                 for p in entry.params
             ],
-            module_source=answerer.modules.get(entry.id, ""),
+            module_source=answerer.modules.get(entry.id, "") if self.admin else "",
         )
 
     # ---- bundles and blobs -------------------------------------------------------------
@@ -164,39 +196,59 @@ class EdgeCacheServicer:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def PushBlob(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> pb.PushBlobResponse:  # noqa: N802
-        expected, size = "", 0
-        digest = hashlib.sha256()
-        with tempfile.NamedTemporaryFile(dir=self.runtime.blobs.root, prefix="push-", delete=True) as tmp:
-            for chunk in request_iterator:
-                if not expected:
-                    expected, declared = chunk.sha256, chunk.size
-                    if not expected or declared > MAX_BLOB_BYTES:
-                        context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first chunk must name the blob's sha256 and size")
-                size += len(chunk.data)
-                if size > MAX_BLOB_BYTES:
-                    context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "blob too large")
-                digest.update(chunk.data)
-                tmp.write(chunk.data)
-            if not expected:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no chunks received")
-            if digest.hexdigest() != expected:
-                context.abort(grpc.StatusCode.DATA_LOSS, f"blob hashes to {digest.hexdigest()}, expected {expected}")
-            tmp.flush()
-            try:
-                self.runtime.blobs.put_file(tmp.name, expected_sha256=expected)
-            except BlobStoreError as exc:
-                context.abort(grpc.StatusCode.DATA_LOSS, str(exc))
+        """Stream one blob into a temp file, within the quota reserved from its declared size; a refused
+        push leaves nothing behind (the temp file is deleted on every exit)."""
+        chunks = self._chunks(request_iterator, context)
+        first = next(chunks, None)
+        if first is None:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no chunks received")
+        expected, declared = first.sha256, first.size
+        if not expected or declared <= 0:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first chunk must name the blob's sha256 and size")
+        try:
+            reservation = self.quota.reserve(declared)
+            reservation.__enter__()
+        except BlobQuotaError as exc:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        try:
+            size = 0
+            digest = hashlib.sha256()
+            with tempfile.NamedTemporaryFile(dir=self.runtime.blobs.root, prefix="push-", delete=True) as tmp:
+                for chunk in _chain(first, chunks):
+                    size += len(chunk.data)
+                    if size > declared:
+                        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                      f"the blob sent more than the {declared} bytes its first chunk declared")
+                    digest.update(chunk.data)
+                    tmp.write(chunk.data)
+                if size != declared:
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the blob sent {size} bytes, declared {declared}")
+                if digest.hexdigest() != expected:
+                    context.abort(grpc.StatusCode.DATA_LOSS, f"blob hashes to {digest.hexdigest()}, expected {expected}")
+                tmp.flush()
+                try:
+                    self.runtime.blobs.put_file(tmp.name, expected_sha256=expected)
+                except BlobStoreError as exc:
+                    context.abort(grpc.StatusCode.DATA_LOSS, str(exc))
+        finally:
+            reservation.__exit__(None, None, None)
         return pb.PushBlobResponse(sha256=expected, size=size)
 
     def PushBundle(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> pb.PushBundleResponse:  # noqa: N802
         data = bytearray()
         limit = self.runtime.options.max_bundle_bytes
-        for chunk in request_iterator:
+        for chunk in self._chunks(request_iterator, context):
             data += chunk.data
             if len(data) > limit:
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"bundle larger than {limit} bytes")
         try:
             bundle, missing = self.runtime.stage_bundle(bytes(data))
+        except BundleConflictError as exc:
+            context.abort(grpc.StatusCode.ALREADY_EXISTS, f"bundle refused: {type(exc).__name__}: {exc}")
+        except BundleNameRefusedError as exc:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, f"bundle refused: {type(exc).__name__}: {exc}")
+        except BundleConflictError as exc:
+            context.abort(grpc.StatusCode.ALREADY_EXISTS, f"bundle refused: {exc}")
         except BundleError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bundle refused: {type(exc).__name__}: {exc}")
         return pb.PushBundleResponse(
@@ -206,7 +258,7 @@ class EdgeCacheServicer:
     def ActivateBundle(self, request: Any, context: grpc.ServicerContext) -> pb.BundleStatus:  # noqa: N802
         try:
             active, previous = self.runtime.activate(request.bundle_id)
-        except RuntimeStateError as exc:
+        except (RuntimeStateError, DowngradeError) as exc:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         except ArcError as exc:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"cannot activate {request.bundle_id!r}: {exc}")
@@ -214,7 +266,7 @@ class EdgeCacheServicer:
 
     def RollbackBundle(self, request: Any, context: grpc.ServicerContext) -> pb.BundleStatus:  # noqa: N802
         try:
-            active, previous = self.runtime.rollback()
+            active, previous = self.runtime.rollback(request.bundle_id)
         except ArcError as exc:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         return pb.BundleStatus(active=active, previous=previous)
@@ -233,3 +285,13 @@ class EdgeCacheServicer:
             workers={k: int(v) for k, v in s["workers"].items() if isinstance(v, (int, float))},
             invalid_requests=s["invalid_requests"],
         )
+
+
+def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+    yield first
+    yield from rest
+
+
+def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+    yield first
+    yield from rest

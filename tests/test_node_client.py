@@ -59,7 +59,7 @@ def server(tmp_path_factory, node_modules):
         RuntimeOptions(data_dir=root / "device", trusted_keys=[public], use_worker_pool=False), address="127.0.0.1:0"
     )
     try:
-        with EdgeClient(f"127.0.0.1:{edge.port}", timeout_s=30) as client:
+        with EdgeClient(f"127.0.0.1:{edge.port}", admin_socket=edge.admin_socket, timeout_s=30) as client:
             staged = client.push_bundle(bundle)
             client.activate(staged.bundle_id)
         yield edge

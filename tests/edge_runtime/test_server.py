@@ -48,7 +48,7 @@ def server(tmp_path, built):
 
 
 def client_for(edge) -> EdgeClient:
-    return EdgeClient(f"127.0.0.1:{edge.port}", timeout_s=30)
+    return EdgeClient(f"127.0.0.1:{edge.port}", admin_socket=edge.admin_socket, timeout_s=30)
 
 
 def activate(client: EdgeClient, path: Path) -> str:
@@ -248,7 +248,7 @@ def test_reflection_and_metrics(tmp_path, built):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    edge = create_server(options, address="127.0.0.1:0", metrics_port=port)
+    edge = create_server(options, address="127.0.0.1:0", metrics_port=port, reflection_on=True)
     try:
         with client_for(edge) as client:
             activate(client, built["v1"])

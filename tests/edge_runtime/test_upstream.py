@@ -30,7 +30,7 @@ def built(tmp_path_factory):
 def serve(tmp_path, built, upstream: UpstreamConfig | None):
     bundle, public = built
     edge = create_server(RuntimeOptions(data_dir=tmp_path / "device", trusted_keys=[public], upstream=upstream))
-    with EdgeClient(f"127.0.0.1:{edge.port}") as client:
+    with EdgeClient(f"127.0.0.1:{edge.port}", admin_socket=edge.admin_socket) as client:
         client.activate(client.push_bundle(bundle).bundle_id)
     return edge
 
@@ -46,7 +46,7 @@ def test_a_miss_carries_the_source_models_answer_and_a_hit_never_asks(tmp_path, 
     with StubMessagesServer([{"text": "Leonardo da Vinci painted it.", "match": "Mona Lisa"}]) as stub:
         edge = serve(tmp_path, built, UpstreamConfig(MODEL, base_url=stub.base_url))
         try:
-            with EdgeClient(f"127.0.0.1:{edge.port}") as client:
+            with EdgeClient(f"127.0.0.1:{edge.port}", admin_socket=edge.admin_socket) as client:
                 miss = decode(client.invoke(UNRELATED))
                 hit = decode(client.invoke(GAS))
                 stats = edge.runtime.snapshot()
@@ -69,7 +69,7 @@ def test_an_unreachable_upstream_is_the_same_miss_with_an_error(tmp_path, built,
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     edge = serve(tmp_path, built, UpstreamConfig(MODEL, base_url=f"http://127.0.0.1:{closed_port()}", timeout_s=2))
     try:
-        with EdgeClient(f"127.0.0.1:{edge.port}") as client:
+        with EdgeClient(f"127.0.0.1:{edge.port}", admin_socket=edge.admin_socket) as client:
             miss = decode(client.invoke(UNRELATED))
             hit = decode(client.invoke(GAS))
     finally:
@@ -84,7 +84,7 @@ def test_upstream_errors_are_reported_not_raised(tmp_path, built, monkeypatch):
     with StubMessagesServer([{"status": 529, "error": "overloaded"}]) as stub:
         edge = serve(tmp_path, built, UpstreamConfig(MODEL, base_url=stub.base_url))
         try:
-            with EdgeClient(f"127.0.0.1:{edge.port}") as client:
+            with EdgeClient(f"127.0.0.1:{edge.port}", admin_socket=edge.admin_socket) as client:
                 miss = decode(client.invoke(UNRELATED))
         finally:
             edge.stop(0)
@@ -95,7 +95,7 @@ def test_upstream_errors_are_reported_not_raised(tmp_path, built, monkeypatch):
 def test_off_by_default_and_a_missing_key_is_a_clear_error(tmp_path, built, monkeypatch):
     edge = serve(tmp_path, built, None)
     try:
-        with EdgeClient(f"127.0.0.1:{edge.port}") as client:
+        with EdgeClient(f"127.0.0.1:{edge.port}", admin_socket=edge.admin_socket) as client:
             assert decode(client.invoke(UNRELATED))["upstream"] is None
     finally:
         edge.stop(0)
