@@ -54,6 +54,18 @@ def main(argv: list[str] | None = None) -> int:
                             "$ANTHROPIC_API_KEY); the reply is attached to the MISS")
     serve.add_argument("--upstream-base-url", default=None, help="Messages API base URL for --upstream-model")
     serve.add_argument("--upstream-timeout", type=float, default=20.0)
+    # The control plane (docs/security-device.md): admin RPCs only on a 0660 Unix socket.
+    serve.add_argument("--admin-socket", type=Path, default=None,
+                       help="Unix socket for push/activate/rollback (mode 0660; default: DATA_DIR/admin.sock)")
+    serve.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate for TLS on the query listener")
+    serve.add_argument("--tls-key", type=Path, default=None, help="PEM private key for --tls-cert")
+    serve.add_argument("--client-ca", type=Path, default=None, help="CA that signs admin clients' certificates (mutual TLS)")
+    serve.add_argument("--admin-address", default=None, help="serve admin on TCP HOST:PORT with mutual TLS instead of the socket")
+    serve.add_argument("--reflection", action="store_true", help="enable gRPC server reflection (development)")
+    serve.add_argument("--accept-bundle", action="append", default=[], metavar="NAME",
+                       help="accept only bundles with this name (repeatable; default: any name a trusted key signed)")
+    serve.add_argument("--max-blob-bytes", type=int, default=2 << 30, help="largest pushed blob (bytes)")
+    serve.add_argument("--max-blob-store-bytes", type=int, default=8 << 30, help="blob store quota (bytes)")
 
     invoke = sub.add_parser("invoke", help="ask a running server one question")
     invoke.add_argument("question")
@@ -66,6 +78,25 @@ def main(argv: list[str] | None = None) -> int:
     push.add_argument("--to", default="127.0.0.1:50551")
     push.add_argument("--model", type=Path, default=None, help="target-model artefact dir to push missing blobs from")
     push.add_argument("--activate", action="store_true")
+    for name, text in (("activate", "activate a staged bundle (a version higher than any activated before)"),
+                       ("rollback", "go back to an older held bundle of the active name"),
+                       ("list", "list the bundles held on a device"), ("stats", "print a device's counters")):
+        command = sub.add_parser(name, help=text)
+        if name == "activate":
+            command.add_argument("bundle_id", help="NAME-VERSION, as push printed it")
+        if name == "rollback":
+            command.add_argument("bundle_id", nargs="?", default="", help="an older held bundle (default: the newest older one)")
+        if name in ("list", "stats"):
+            command.add_argument("--to", default="127.0.0.1:50551")
+    for command in (push, *(sub.choices[n] for n in ("activate", "rollback", "list", "stats"))):
+        command.add_argument("--admin-address", default=None, help="admin TCP HOST:PORT (mutual TLS; needs the three cert flags)")
+        command.add_argument("--ca", type=Path, default=None, help="CA certificate of the device (TLS)")
+        command.add_argument("--cert", type=Path, default=None, help="this client's certificate (mutual TLS)")
+        command.add_argument("--key", type=Path, default=None, help="this client's private key (mutual TLS)")
+        command.add_argument("--admin-socket", type=Path, default=None,
+                             help="the device's admin socket (default: $ARC_EDGE_DATA/admin.sock or ~/.local/share/arc-edge/admin.sock)")
+        if "--to" not in command._option_string_actions:
+            command.add_argument("--to", default="127.0.0.1:50551")
 
     inspect = sub.add_parser("inspect", help="verify a bundle file and print its manifest summary")
     inspect.add_argument("bundle", type=Path)
@@ -87,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     from edge_runtime.runtime import EdgeRuntime, RuntimeOptions
-    from edge_runtime.server import default_data_dir, serve
+    from edge_runtime.server import TlsFiles, default_data_dir, listen_address, serve
     from edge_runtime.upstream import UpstreamConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -98,7 +129,13 @@ def _serve(args: argparse.Namespace) -> int:
         entry_timeout_s=args.entry_timeout, impossible_rereads=2 if args.rereads else None,
         upstream=UpstreamConfig(args.upstream_model, base_url=args.upstream_base_url, timeout_s=args.upstream_timeout)
         if args.upstream_model else None,
+        accept_bundle_names=tuple(args.accept_bundle), max_blob_bytes=args.max_blob_bytes,
+        max_blob_store_bytes=args.max_blob_store_bytes,
     )
+    if (args.tls_cert is None) != (args.tls_key is None):
+        print("arc-edge: TLS needs both --tls-cert and --tls-key", file=sys.stderr)
+        return 2
+    tls = TlsFiles(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
     if args.model or args.bundle:
         setup = EdgeRuntime(RuntimeOptions(**{**options.__dict__, "use_worker_pool": False, "upstream": None}))
         if args.model:
@@ -110,7 +147,8 @@ def _serve(args: argparse.Namespace) -> int:
                 return 2
             setup.activate(f"{bundle.name}-{bundle.version}")
         setup.close()
-    serve(options, address=f"{args.address}:{args.port}", metrics_port=args.metrics_port)
+    serve(options, address=listen_address(args.address, args.port), metrics_port=args.metrics_port,
+          admin_socket=args.admin_socket, admin_address=args.admin_address, tls=tls, reflection_on=args.reflection)
     return 0
 
 
@@ -145,7 +183,7 @@ def _push(args: argparse.Namespace) -> int:
 
     from edge_runtime.client import EdgeClient
 
-    with EdgeClient(args.to) as client:
+    with _admin_client(args) as client:
         try:
             if args.model:
                 sent = client.push_model(args.model)
@@ -158,6 +196,45 @@ def _push(args: argparse.Namespace) -> int:
             if args.activate:
                 status = client.activate(staged.bundle_id)
                 print(f"active: {status.active} (previous: {status.previous or 'none'})")
+        except grpc.RpcError as exc:
+            print(f"arc-edge: {exc.code().name}: {exc.details()}", file=sys.stderr)
+            return 2
+    return 0
+
+
+def _admin_client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from edge_runtime.client import EdgeClient
+    from edge_runtime.server import default_data_dir
+
+    if args.admin_address:
+        return EdgeClient(args.to, admin_address=args.admin_address, root_cert=args.ca, client_cert=args.cert,
+                          client_key=args.key)
+    return EdgeClient(args.to, admin_socket=args.admin_socket or default_data_dir() / "admin.sock", root_cert=args.ca)
+
+
+def _control(args: argparse.Namespace) -> int:
+    """activate / rollback / list / stats: one RPC each, errors as one line."""
+    import grpc
+
+    with _admin_client(args) as client:
+        try:
+            if args.command == "activate":
+                status = client.activate(args.bundle_id)
+                print(f"active: {status.active} (previous: {status.previous or 'none'})")
+            elif args.command == "rollback":
+                status = client.rollback(args.bundle_id)
+                print(f"active: {status.active} (rolled back from {status.previous or 'none'})")
+            elif args.command == "list":
+                listing = client.list_bundles()
+                for info in listing.bundles:
+                    mark = "*" if info.active else " "
+                    print(f"{mark} {info.bundle_id}  {info.entries} entries  digest {info.digest[:12]}  signed={info.signed}")
+                if not listing.bundles:
+                    print("no bundles on this device")
+            else:
+                from google.protobuf.json_format import MessageToDict
+
+                print(json.dumps(MessageToDict(client.stats(), preserving_proto_field_name=True), indent=2))
         except grpc.RpcError as exc:
             print(f"arc-edge: {exc.code().name}: {exc.details()}", file=sys.stderr)
             return 2
@@ -196,7 +273,8 @@ def _run_compiled(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"serve": _serve, "invoke": _invoke, "push": _push, "inspect": _inspect, "run-compiled": _run_compiled}
+_COMMANDS = {"serve": _serve, "invoke": _invoke, "push": _push, "inspect": _inspect, "run-compiled": _run_compiled,
+             "activate": _control, "rollback": _control, "list": _control, "stats": _control}
 
 
 if __name__ == "__main__":

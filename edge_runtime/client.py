@@ -50,6 +50,7 @@ class EdgeClient:
     )
 
     def __init__(self, address: str, *, timeout_s: float = 10.0, admin_socket: str | Path | None = None,
+                 admin_address: str | None = None,
                  root_cert: Path | None = None, client_cert: Path | None = None, client_key: Path | None = None) -> None:
         """Queries go to ``address`` (TLS with ``root_cert``, mutual with ``client_cert/key``); pushes,
         activation, rollback and DescribeEntry go to ``admin_socket`` (without one they are refused
@@ -65,7 +66,15 @@ class EdgeClient:
         else:
             self.channel = grpc.insecure_channel(target(address), options=options)
         self.stub = pb_grpc.EdgeCacheStub(self.channel)
-        self.admin_channel = admin_channel(admin_socket, options) if admin_socket else None
+        if admin_address is not None:  # remote management: TCP with mutual TLS
+            if root_cert is None or client_cert is None or client_key is None:
+                raise ValueError("a TCP admin address needs root_cert, client_cert and client_key (mutual TLS)")
+            credentials = grpc.ssl_channel_credentials(
+                Path(root_cert).read_bytes(), Path(client_key).read_bytes(), Path(client_cert).read_bytes()
+            )
+            self.admin_channel = grpc.secure_channel(target(admin_address), credentials, options=options)
+        else:
+            self.admin_channel = admin_channel(admin_socket, options) if admin_socket else None
         self.admin_stub = pb_grpc.EdgeCacheStub(self.admin_channel) if self.admin_channel else self.stub
         self.timeout_s = timeout_s
 
