@@ -53,7 +53,7 @@ def run_demo(examples: Path = EXAMPLES, out_dir: Path | None = None) -> int:
         options = RuntimeOptions(data_dir=Path(data_dir), trusted_keys=[public_key])
         server = create_server(options, address="127.0.0.1:0")
         try:
-            with EdgeClient(f"127.0.0.1:{server.port}", timeout_s=60) as client:
+            with EdgeClient(f"127.0.0.1:{server.port}", admin_socket=server.admin_socket, timeout_s=60) as client:
                 sent = client.push_model(model) if model else []
                 staged = client.push_bundle(bundle_path)
                 status = client.activate(staged.bundle_id)

@@ -98,6 +98,7 @@ class EdgeServerProcess:
             time.sleep(0.05)
         self.port = int(port_file.read_text())
         self.address = f"127.0.0.1:{self.port}"
+        self.admin_socket = root / "data" / "admin.sock"  # the server's default: <data-dir>/admin.sock
         try:
             self._install(model_dir, log)
         except BaseException:
@@ -108,14 +109,14 @@ class EdgeServerProcess:
         from edge_runtime.client import EdgeClient
         from edge_runtime.proto import edge_pb2 as pb
 
-        with EdgeClient(self.address, timeout_s=60) as client:
+        with EdgeClient(self.address, admin_socket=self.admin_socket, timeout_s=60) as client:
             sent = client.push_model(model_dir) if model_dir is not None else []
             staged = client.push_bundle(self.bundle)
             if staged.missing_blobs:
                 raise RuntimeError(f"bundle {staged.bundle_id} still lacks {len(staged.missing_blobs)} model blob(s)")
             started = time.perf_counter()
             # Activation loads the router and the model: longer than EdgeClient.activate's 60 s on a big bundle.
-            status = client.stub.ActivateBundle(pb.ActivateBundleRequest(bundle_id=staged.bundle_id), timeout=600)
+            status = client.admin_stub.ActivateBundle(pb.ActivateBundleRequest(bundle_id=staged.bundle_id), timeout=600)
             self.bundle_id = status.active
             self.activation_s = time.perf_counter() - started
             if log:
