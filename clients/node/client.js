@@ -4,7 +4,7 @@
  * A small Node.js client for the ARC edge runtime (gRPC service arc.edge.v1.EdgeCache).
  *
  * Library:  const { connect } = require('./client');
- *           const edge = connect('127.0.0.1:50051');
+ *           const edge = connect('127.0.0.1:50551');
  *           const reply = await edge.invoke('What is ...?', { deadlineMs: 2000 });
  *           edge.close();
  * CLI:      node client.js HOST:PORT "question" [--deadline-ms N]
@@ -61,8 +61,10 @@ function decodeResponse(response) {
 }
 
 /**
- * Connect to an edge runtime at "host:port" (plaintext, as the runtime serves on the device).
- * options: { deadlineMs (default for every call, 10000), channelOptions, interceptors }.
+ * Connect to an edge runtime's query listener at "host:port" (default port 50551): plaintext, or TLS
+ * when options.rootCert (PEM Buffer of the device's CA) is given, mutual with clientCert/clientKey.
+ * options: { deadlineMs (default for every call, 10000), channelOptions, interceptors, rootCert, clientCert, clientKey }.
+ * Admin RPCs are served only on the device's admin listener (docs/security-device.md).
  */
 function connect(address, options = {}) {
   const defaultMs = options.deadlineMs === undefined ? DEFAULT_DEADLINE_MS : options.deadlineMs;
@@ -70,7 +72,11 @@ function connect(address, options = {}) {
   const { EdgeCache } = loadPackage();
   const clientOptions = { ...CHANNEL_OPTIONS, ...(options.channelOptions || {}) };
   if (options.interceptors) clientOptions.interceptors = options.interceptors;
-  const stub = new EdgeCache(address, grpc.credentials.createInsecure(), clientOptions);
+  const credentials = options.rootCert
+    ? grpc.credentials.createSsl(options.rootCert, options.clientKey || null, options.clientCert || null)
+    : grpc.credentials.createInsecure();
+  const target = /:\d+$/.test(address) || address.startsWith('unix:') ? address : `${address}:50551`;
+  const stub = new EdgeCache(target, credentials, clientOptions);
 
   function unary(method, request, callOptions = {}) {
     return new Promise((resolve, reject) => {
