@@ -272,3 +272,48 @@ def test_cli_activate_rollback_list_stats(server, built, tmp_path):
     refused = arc_edge("activate", "examples-1", "--to", f"127.0.0.1:{server.port}")  # no admin socket given
     assert refused.returncode == 2
     assert '"active_bundle": "examples-1"' in arc_edge("stats", *common).stdout
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_cli_second_serve_on_a_busy_port_says_address_in_use(tmp_path):
+    """Issue 25: a second `arc-edge serve` on the port of a running one exits 2 with one line."""
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "ORT_DISABLE_TELEMETRY": "1"}
+    port = _free_port()
+    serve = [sys.executable, "-m", "edge_runtime.cli", "serve", "--insecure-allow-unsigned", "--port", str(port)]
+    first = subprocess.Popen([*serve, "--data-dir", str(tmp_path / "a")], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while not (tmp_path / "a" / "admin.sock").exists() and time.time() < deadline:
+            assert first.poll() is None, first.stderr.read()
+            time.sleep(0.1)
+        second = subprocess.run([*serve, "--data-dir", str(tmp_path / "b")], env=env, capture_output=True, text=True,
+                                timeout=60)
+        assert second.returncode == 2
+        assert "address already in use" in second.stderr and "Traceback" not in second.stderr
+        # a unix: query address takes no port (it used to bind "/path:N")
+        sock = tmp_path / "q.sock"
+        third = subprocess.Popen([*serve, "--data-dir", str(tmp_path / "c"), "--address", f"unix:{sock}", "--port", "9"],
+                                 env=env, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.time() + 60
+            while not sock.exists() and time.time() < deadline:
+                assert third.poll() is None, third.stderr.read()
+                time.sleep(0.1)
+            assert sock.exists() and not Path(f"{sock}:9").exists()
+            with EdgeClient(f"unix:{sock}", timeout_s=10) as client:
+                assert client.list_bundles().active == ""
+        finally:
+            third.terminate()
+            third.wait(10)
+    finally:
+        first.terminate()
+        first.wait(10)
