@@ -92,19 +92,34 @@ def test_every_state_changing_rpc_is_refused_on_the_query_listener(server, built
     assert not list((server.runtime.blobs.root / "blobs").glob("*/*"))
 
 
-def test_admin_socket_is_0660_and_unreachable_for_others(server):
-    mode = stat.S_IMODE(os.stat(server.admin_socket).st_mode)
-    assert stat.S_ISSOCK(os.stat(server.admin_socket).st_mode) and mode == 0o660
-    if os.geteuid() == 0:
-        pytest.skip("root ignores socket permissions")
-    os.chmod(server.admin_socket, 0o000)  # as a user outside owner and group sees it
+def test_admin_socket_is_0660_and_unreachable_for_others(tmp_path, built):
+    """Another user (here uid 65534, "nobody", in a directory it may traverse) cannot connect."""
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user")
+    open_dir = Path(tempfile.mkdtemp(prefix="arc-admin-"))
+    os.chmod(open_dir, 0o755)
+    options = RuntimeOptions(data_dir=tmp_path / "device", trusted_keys=[built["public"]], use_worker_pool=False)
+    edge = create_server(options, address="127.0.0.1:0", admin_socket=open_dir / "admin.sock")
     try:
-        with EdgeClient(f"127.0.0.1:{server.port}", admin_socket=server.admin_socket, timeout_s=3) as client:
-            with pytest.raises(grpc.RpcError) as info:
-                client.rollback()
-            assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        info = os.stat(edge.admin_socket)
+        assert stat.S_ISSOCK(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o660
+        probe = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ntry:\n s.connect(sys.argv[1]); print('connected')\n" \
+                "except PermissionError: print('denied')"
+        system_python = "/usr/bin/python3"  # the venv's may not be readable by another user
+        if not os.access(system_python, os.X_OK):
+            pytest.skip("no system python3 to run as another user")
+        done = subprocess.run([system_python, "-c", probe, str(edge.admin_socket)], capture_output=True, text=True,
+                              timeout=30, user=65534, group=65534, extra_groups=[])
+        assert done.stdout.strip() == "denied", done.stderr
+        done = subprocess.run([sys.executable, "-c", probe, str(edge.admin_socket)], capture_output=True, text=True,
+                              timeout=30)
+        assert done.stdout.strip() == "connected"  # the owner can
     finally:
-        os.chmod(server.admin_socket, 0o660)
+        edge.stop(0)
+        (open_dir / "admin.sock").unlink(missing_ok=True)
+        open_dir.rmdir()
 
 
 def test_describe_gives_source_to_admin_only(server, built):
