@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
                             "$ANTHROPIC_API_KEY); the reply is attached to the MISS")
     serve.add_argument("--upstream-base-url", default=None, help="Messages API base URL for --upstream-model")
     serve.add_argument("--upstream-timeout", type=float, default=20.0)
+    serve.add_argument("--lm-max-prompt-tokens", type=int, default=512, help="cap on one entry model call's prompt")
+    serve.add_argument("--lm-max-new-tokens", type=int, default=64, help="cap on one entry model call's generation")
+    serve.add_argument("--lm-call-seconds", type=float, default=2.0, help="time budget of one entry model call")
 
     invoke = sub.add_parser("invoke", help="ask a running server one question")
     invoke.add_argument("question")
@@ -89,6 +92,7 @@ def _serve(args: argparse.Namespace) -> int:
     from edge_runtime.runtime import EdgeRuntime, RuntimeOptions
     from edge_runtime.server import default_data_dir, serve
     from edge_runtime.upstream import UpstreamConfig
+    from edge_runtime.lm_limits import LMLimits
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     options = RuntimeOptions(
@@ -98,6 +102,7 @@ def _serve(args: argparse.Namespace) -> int:
         entry_timeout_s=args.entry_timeout, impossible_rereads=2 if args.rereads else None,
         upstream=UpstreamConfig(args.upstream_model, base_url=args.upstream_base_url, timeout_s=args.upstream_timeout)
         if args.upstream_model else None,
+        lm_limits=LMLimits(args.lm_max_prompt_tokens, args.lm_max_new_tokens, args.lm_call_seconds),
     )
     if args.model or args.bundle:
         setup = EdgeRuntime(RuntimeOptions(**{**options.__dict__, "use_worker_pool": False, "upstream": None}))

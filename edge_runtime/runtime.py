@@ -23,6 +23,7 @@ from edge_runtime.compiler import LoadedCompiledEntry
 from edge_runtime.errors import ArcError, BlobStoreError, BundleError
 from edge_runtime.extractor import Extractor
 from edge_runtime.lm_engine import LMEngine
+from edge_runtime.lm_limits import LMLimits
 from edge_runtime.metrics import Metrics
 from edge_runtime.miss_log import MissLog
 from edge_runtime.registry import Execution
@@ -57,6 +58,7 @@ class RuntimeOptions:
     impossible_rereads: int | None = None
     set_aside_disclaimers: bool = True  # a miss is read again without what it calls irrelevant (disclaimers.py)
     upstream: UpstreamConfig | None = None  # ask the source model on a MISS (off by default)
+    lm_limits: LMLimits = field(default_factory=LMLimits)  # caps on each entry model call (edge_runtime/lm_limits.py)
 
 
 class EdgeRuntime:
@@ -84,7 +86,7 @@ class EdgeRuntime:
             from edge_runtime.worker_pool import WorkerPool
 
             self._pool = WorkerPool(options.workers, memory_limit_mb=options.memory_limit_mb,
-                                    default_timeout_s=options.entry_timeout_s)
+                                    default_timeout_s=options.entry_timeout_s, lm_limits=options.lm_limits)
         self._restore()
 
     # ---- state on disk ---------------------------------------------------------

@@ -1,0 +1,24 @@
+"""Caps on what one lm()/extract()/smart_convert() call may ask of the device's one shared model.
+
+Why: the model is shared by every request; without caps one entry's long prompt or long generation
+held it for tens of seconds and starved everyone else. The device sets the limits
+(``arc-edge serve --lm-max-prompt-tokens/--lm-max-new-tokens/--lm-call-seconds``); a bundle may only
+ask for less. The parent process enforces them (a worker can ask anything over its pipe).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LMLimits:
+    """Per-call caps: prompt tokens, new tokens, and seconds (queueing for the model included)."""
+
+    max_prompt_tokens: int = 512
+    max_new_tokens: int = 64
+    call_seconds: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.max_prompt_tokens < 1 or self.max_new_tokens < 1 or not self.call_seconds > 0:
+            raise ValueError(f"lm limits must be positive: {self}")
