@@ -87,3 +87,6 @@ class Context:
 
     def narrate(self, text: str, function: str | None = None) -> None:
         self.trace.append(NarrationStep(function or self.current_function, str(text)))
+
+
+del Context.target_lm  # the InitVar's default, which dataclass leaves on the class: ctx.target_lm must not exist

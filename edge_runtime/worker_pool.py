@@ -1071,7 +1071,7 @@ class WorkerPool:
             if target_lm is None:
                 raise TargetModelError("this step needs the target model, and none is configured")
             if len(args[0]) > _MAX_PROMPT_CHARS:
-                raise TargetModelError(f"a prompt of {len(args[0])} characters exceeds the {_MAX_PROMPT_CHARS} limit")
+                raise LMLimitError(f"a prompt of {len(args[0])} characters exceeds the {_MAX_PROMPT_CHARS} limit")
             if not 0 < kwargs.get("max_new_tokens", 1) <= _MAX_NEW_TOKENS:
                 raise TargetModelError(f"max_new_tokens must be between 1 and {_MAX_NEW_TOKENS}")
             if method == "choose" and len(args[1]) > _MAX_OPTIONS:
