@@ -9,6 +9,7 @@ ask for less. The parent process enforces them (a worker can ask anything over i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -22,3 +23,22 @@ class LMLimits:
     def __post_init__(self) -> None:
         if self.max_prompt_tokens < 1 or self.max_new_tokens < 1 or not self.call_seconds > 0:
             raise ValueError(f"lm limits must be positive: {self}")
+
+    def within(self, requested: Any) -> "LMLimits":
+        """The limits a bundle's manifest asks for (``"lm_limits": {"max_prompt_tokens": ..., ...}``),
+        never above these device limits; a field it leaves out keeps the device's value."""
+        if requested is None:
+            return self
+        if not isinstance(requested, dict):
+            raise ValueError("manifest lm_limits must be an object")
+        unknown = set(requested) - {"max_prompt_tokens", "max_new_tokens", "call_seconds"}
+        if unknown:
+            raise ValueError(f"manifest lm_limits has unknown fields {sorted(unknown)}")
+        for name, value in requested.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"manifest lm_limits.{name} must be a positive number")
+        return LMLimits(
+            min(self.max_prompt_tokens, int(requested.get("max_prompt_tokens", self.max_prompt_tokens))),
+            min(self.max_new_tokens, int(requested.get("max_new_tokens", self.max_new_tokens))),
+            min(self.call_seconds, float(requested.get("call_seconds", self.call_seconds))),
+        )

@@ -194,7 +194,7 @@ class EdgeRuntime:
         return Answerer(
             name=bundle.name, version=bundle.version, digest=bundle.digest, entries=bundle.entries,
             modules=bundle.modules, router=router, threshold=threshold, extractor=extractor,
-            executor=self._executor(engine), top_k=self.options.top_k, guard=guard,
+            executor=self._executor(engine, bundle.manifest.get("lm_limits")), top_k=self.options.top_k, guard=guard,
             set_aside_disclaimers=self.options.set_aside_disclaimers,
         )
 
@@ -225,10 +225,14 @@ class EdgeRuntime:
 
         return router_from_bundle(bundle)
 
-    def _executor(self, engine: LMEngine | None) -> Callable[..., Execution]:
+    def _executor(self, engine: LMEngine | None, requested_limits: Any = None) -> Callable[..., Execution]:
         from edge_runtime.onnx_target_lm import OnnxTargetLM
 
         target_lm = OnnxTargetLM(engine) if engine is not None else None
+        try:
+            lm_limits = self.options.lm_limits.within(requested_limits)
+        except ValueError as exc:
+            raise BundleError(f"bundle manifest: {exc}") from exc
         if self._pool is not None:
             pool = self._pool
             # One model per server: the pool's workers reach it through the parent. A bundle that brings
@@ -236,7 +240,7 @@ class EdgeRuntime:
             pool.set_target_lm(target_lm)
 
             def run_in_pool(digest: str, entry_id: str, source: str, values: dict, timeout: float | None) -> Execution:
-                return pool.run(digest, entry_id, source, values, timeout_s=timeout)
+                return pool.run(digest, entry_id, source, values, timeout_s=timeout, lm_limits=lm_limits)
 
             return run_in_pool
         loaded: dict[tuple[str, str], LoadedCompiledEntry] = {}

@@ -605,7 +605,8 @@ class WorkerPool:
 
     # ---- public API -----------------------------------------------------------------------------
     def run(
-        self, key: str, entry_id: str, source: str, values: Mapping[str, Any], *, timeout_s: float | None = None
+        self, key: str, entry_id: str, source: str, values: Mapping[str, Any], *, timeout_s: float | None = None,
+        lm_limits: LMLimits | None = None,
     ) -> Execution:
         """Run compiled entry ``entry_id`` (module ``source`` from bundle ``key``) on ``values`` in a worker.
 
@@ -620,6 +621,10 @@ class WorkerPool:
         if timeout <= 0:
             raise ValueError("timeout_s must be positive")
         deadline = time.monotonic() + timeout
+        limits = self.lm_limits if lm_limits is None else LMLimits(
+            min(lm_limits.max_prompt_tokens, self.lm_limits.max_prompt_tokens),
+            min(lm_limits.max_new_tokens, self.lm_limits.max_new_tokens),
+            min(lm_limits.call_seconds, self.lm_limits.call_seconds))  # a bundle may ask for less, never more
         with self._lock:
             if self._closed:
                 raise WorkerPoolClosedError(f"{entry_id}: the worker pool is closed")
@@ -639,7 +644,8 @@ class WorkerPool:
                 break
             self._release(worker)  # it died while idle; the job never started, so take another worker
         try:
-            execution = self._converse(worker, job_id, cache_key, entry_id, source, target_lm, tools, deadline, timeout)
+            execution = self._converse(worker, job_id, cache_key, entry_id, source, target_lm, tools, deadline, timeout,
+                                       limits)
         except ArcError:
             with self._lock:
                 self._stats["errors"] += 1
@@ -907,6 +913,7 @@ class WorkerPool:
         tools: Mapping[str, Callable[..., Any]],
         deadline: float,
         timeout: float,
+        limits: LMLimits,
     ) -> Execution:
         conn = worker.conn
         while True:
@@ -940,7 +947,7 @@ class WorkerPool:
                     raise self._entry_error(worker, cache_key, entry_id, msg)
                 if tag == "lm":
                     try:
-                        self._answer_lm(worker, target_lm, msg, deadline)
+                        self._answer_lm(worker, target_lm, msg, deadline, limits)
                     except (LMLimitError, DeadlineExceededError) as exc:
                         # The worker waits for this answer; it cannot be told to stop, so it is replaced.
                         worker.healthy = False
@@ -1041,7 +1048,7 @@ class WorkerPool:
         assert isinstance(exc, ArcError)
         return exc
 
-    def _answer_lm(self, worker: _Worker, target_lm: Any, msg: tuple, job_deadline: float) -> None:
+    def _answer_lm(self, worker: _Worker, target_lm: Any, msg: tuple, job_deadline: float, limits: LMLimits) -> None:
         """Answer one model request of a worker within the caps; raises LMLimitError (over a cap or its
         time budget) or DeadlineExceededError (the job's deadline passed) for the caller to end the job."""
         if len(msg) != 5:
@@ -1076,7 +1083,6 @@ class WorkerPool:
                 raise TargetModelError(f"max_new_tokens must be between 1 and {_MAX_NEW_TOKENS}")
             if method == "choose" and len(args[1]) > _MAX_OPTIONS:
                 raise TargetModelError(f"{len(args[1])} options exceed the limit of {_MAX_OPTIONS}")
-            limits = self.lm_limits
             new_tokens = kwargs.get("max_new_tokens", 64)
             if new_tokens > limits.max_new_tokens:
                 raise LMLimitError(f"a model call asked for {new_tokens} new tokens; the cap is {limits.max_new_tokens}")

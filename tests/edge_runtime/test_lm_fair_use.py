@@ -147,3 +147,12 @@ def test_other_requests_are_served_while_a_long_model_call_runs(engine, entries)
         assert served == 20 and thread.is_alive(), "the foreground passes finished while the long call still ran"
         thread.join(10.0)
         assert outcome and isinstance(outcome[0], LMLimitError)
+
+
+def test_a_bundle_may_lower_the_device_limits_but_never_raise_them() -> None:
+    device = LMLimits(max_prompt_tokens=512, max_new_tokens=64, call_seconds=2.0)
+    assert device.within(None) == device
+    assert device.within({"max_prompt_tokens": 100000, "call_seconds": 0.5}) == LMLimits(512, 64, 0.5)
+    for bad in ({"max_new_tokens": 0}, {"call_seconds": "fast"}, {"steal": 1}, [1]):
+        with pytest.raises(ValueError):
+            device.within(bad)
