@@ -178,9 +178,9 @@ ENTRY = entry_point(
     answer_key="the pick",
 )
 '''
-#: The hostile request: one lm(choices=...) call of 120 options is 120 model passes (seconds
-#: without a budget; its prompt fits the 512-token cap): only the call budget and the scheduler hold it.
-HOG_QUESTION = "Pick among 120 options"
+#: The hostile request: one lm(choices=...) call of 90 options is 90 model passes (seconds
+#: without a budget; its 465-token prompt fits the 512-token cap): only the call budget and the scheduler hold it.
+HOG_QUESTION = "Pick among 90 options"
 
 
 def hog_bundle(key: Path, model: Path, out_dir: Path) -> Path:
