@@ -42,8 +42,8 @@ class RunSlots:
 
     Foreground passes (the server's own extraction and guard passes of ordinary requests) take any free
     slot. Background passes (entries' lm()/extract()/smart_convert() calls, answered for a worker) take a
-    slot only while no foreground pass is waiting, and only one at a time: a long generation runs one
-    decode step per slot grant, so it interleaves with others and cannot starve them. A background wait
+    slot only while the model is otherwise idle (no pass running or waiting), so one at a time: a long
+    generation runs one decode step per slot grant, between the others' passes, and cannot starve them. A background wait
     ends at its deadline (LMDeadlineError), never a hang."""
 
     def __init__(self, size: int) -> None:
@@ -56,7 +56,7 @@ class RunSlots:
     def acquire(self, background: bool, deadline: float | None) -> None:
         with self._cond:
             if background:
-                while self._busy >= self.size or self._foreground_waiting or self._background_busy:
+                while self._busy or self._foreground_waiting:  # the model is idle: nothing runs, nothing waits
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         raise LMDeadlineError("the model call's deadline passed while it waited for the model")
