@@ -87,7 +87,7 @@ def questions(bundle_path: Path, public: bytes, n: int, seed: int = 3) -> tuple[
     bundle = read_bundle(bundle_path, trusted_keys=[public])
     rng = random.Random(seed)
     fast, para = [], []
-    entries = sorted(bundle.entries.values(), key=lambda e: e.id)
+    entries = sorted((e for e in bundle.entries.values() if e.id in PARAPHRASES), key=lambda e: e.id)  # not the hog
     for i in range(n):
         entry = entries[i % len(entries)]
         values = {k: format_value(v) for k, v in sample_values(entry, rng).items()}
@@ -154,6 +154,76 @@ print(statistics.median(times[2:]))
 """
 
 
+HOG_ENTRY = '''from edge_runtime.semantic import Param, entry_point, lm, load, narrate, semantic_function
+
+
+@semantic_function(
+    "Pick one of many options with the model",
+    inputs={"the number of options": 2},
+    outputs={"the pick": "0 apples"},
+)
+def pick_among_many(ctx):
+    count = load(ctx, "the number of options", int)
+    narrate(ctx, "Asking the model to choose among " + str(count) + " options.")
+    options = [str(i) + " apples" for i in range(count)]
+    return {"the pick": lm(ctx, "Pick the option the text means", "a basket of apples", choices=options)}
+
+
+ENTRY = entry_point(
+    id="pick-among-many",
+    description="Pick one of many options with the model",
+    template="Pick among {count} options",
+    params=[Param(name="count", description="the number of options", type=int, original=2)],
+    root="Pick one of many options with the model",
+    answer_key="the pick",
+)
+'''
+#: The hostile request: one lm(choices=...) call of 90 options is 90 model passes (seconds
+#: without a budget; its 465-token prompt fits the 512-token cap): only the call budget and the scheduler hold it.
+HOG_QUESTION = "Pick among 90 options"
+
+
+def hog_bundle(key: Path, model: Path, out_dir: Path) -> Path:
+    """The example bundle plus the hostile entry, so ordinary model-path questions and the hog share one server."""
+    import shutil
+
+    sources = out_dir / "hog-sources"
+    shutil.copytree(REPO / "bundles" / "examples", sources)
+    (sources / "pick_among_many.py").write_text(HOG_ENTRY)
+    return make_bundle(sources, out_dir, name="examples-hog", version="1", key=key, target_model=model)
+
+
+def lm_hog_phase(address: str, para_q: list[str]) -> dict:
+    """Model-path hit latencies while one hostile request is always in flight (sent again as soon as it ends)."""
+    stop = threading.Event()
+    hog_runs: list[tuple[float, str]] = []
+
+    def hog() -> None:
+        with EdgeClient(address, timeout_s=60) as client:
+            while not stop.is_set():
+                start = time.perf_counter()
+                reply = client.invoke(HOG_QUESTION, entry_id="pick-among-many")
+                outcome = "HIT" if reply.outcome == pb.HIT else "miss:" + pb.MissReason.Name(reply.miss_reason)
+                hog_runs.append((time.perf_counter() - start, outcome))
+
+    thread = threading.Thread(target=hog, daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    try:
+        by_path, paths = latencies(address, para_q)
+    finally:
+        stop.set()
+        thread.join(60)
+    lm_ms = by_path.get("lm-draft", []) + by_path.get("lm", [])
+    outcomes: dict[str, int] = {}
+    for _, outcome in hog_runs:
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return {"lm_hit_p50_ms_with_hog": round(statistics.median(lm_ms), 2) if lm_ms else None,
+            "hog_requests": len(hog_runs), "hog_outcomes": outcomes,
+            "hog_max_s": round(max(t for t, _ in hog_runs), 2) if hog_runs else None,
+            "outcomes_paraphrased_with_hog": paths}
+
+
 def reference_pass_ms(model: Path) -> float:
     """One 80-token pass on a 300-token prefix, in a process of its own: how fast this machine is right now.
     The machine is shared, so latency figures are read against this (docs/benchmarks.md)."""
@@ -183,7 +253,7 @@ def main() -> None:
     else:
         model = target_model_dir("default")
     recipe = json.loads((Path(model) / "manifest.json").read_text())["recipe"]
-    bundle = make_bundle(REPO / "bundles" / "examples", REPO / "build" / "bundles", name="examples", version="1", key=key, target_model=model)
+    bundle = hog_bundle(key, Path(model), Path(tempfile.mkdtemp(prefix="arc-hog-bundle-")))
     fast_q, para_q = questions(bundle, public, args.requests)
     figures: dict = {"reference_pass_ms": reference_pass_ms(Path(model))}
     with tempfile.TemporaryDirectory(prefix="arc-serve-bench-") as tmp:
@@ -225,6 +295,11 @@ def main() -> None:
                 figures["throughput_rps"][str(concurrency)] = round(rps, 1)
                 failed += bad
             figures["failed_requests"] = failed
+            hog = lm_hog_phase(address, para_q)
+            figures.update(hog)
+            base = figures["lm_hit_p50_ms"]
+            with_hog = hog["lm_hit_p50_ms_with_hog"]
+            figures["lm_hog_p50_ratio"] = round(with_hog / base, 2) if base and with_hog else None
             figures["rss_mb"] = round(rss_mb(proc.pid), 1)
         finally:
             proc.terminate()
@@ -243,7 +318,8 @@ def main() -> None:
     table.add_column("figure")
     table.add_column("value", justify="right")
     for key_name in ("fast_hit_p50_ms", "fast_hit_p99_ms", "aligned_hit_p50_ms", "lm_hit_p50_ms", "lm_hit_p99_ms",
-                     "cold_start_s", "rss_mb", "failed_requests", "reference_pass_ms"):
+                     "cold_start_s", "rss_mb", "failed_requests", "reference_pass_ms", "lm_hit_p50_ms_with_hog",
+                     "lm_hog_p50_ratio", "hog_requests", "hog_max_s", "hog_outcomes"):
         table.add_row(key_name, str(figures[key_name]))
     for concurrency, rps in figures["throughput_rps"].items():
         table.add_row(f"throughput @ {concurrency} (mixed)", f"{rps} req/s")

@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="accept only bundles with this name (repeatable; default: any name a trusted key signed)")
     serve.add_argument("--max-blob-bytes", type=int, default=2 << 30, help="largest pushed blob (bytes)")
     serve.add_argument("--max-blob-store-bytes", type=int, default=8 << 30, help="blob store quota (bytes)")
+    serve.add_argument("--lm-max-prompt-tokens", type=int, default=512, help="cap on one entry model call's prompt")
+    serve.add_argument("--lm-max-new-tokens", type=int, default=64, help="cap on one entry model call's generation")
+    serve.add_argument("--lm-call-seconds", type=float, default=2.0, help="time budget of one entry model call")
 
     invoke = sub.add_parser("invoke", help="ask a running server one question")
     invoke.add_argument("question")
@@ -120,6 +123,7 @@ def _serve(args: argparse.Namespace) -> int:
     from edge_runtime.runtime import EdgeRuntime, RuntimeOptions
     from edge_runtime.server import TlsFiles, default_data_dir, listen_address, serve
     from edge_runtime.upstream import UpstreamConfig
+    from edge_runtime.lm_limits import LMLimits
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     options = RuntimeOptions(
@@ -131,6 +135,7 @@ def _serve(args: argparse.Namespace) -> int:
         if args.upstream_model else None,
         accept_bundle_names=tuple(args.accept_bundle), max_blob_bytes=args.max_blob_bytes,
         max_blob_store_bytes=args.max_blob_store_bytes,
+        lm_limits=LMLimits(args.lm_max_prompt_tokens, args.lm_max_new_tokens, args.lm_call_seconds),
     )
     if (args.tls_cert is None) != (args.tls_key is None):
         print("arc-edge: TLS needs both --tls-cert and --tls-key", file=sys.stderr)

@@ -6,7 +6,8 @@ afterwards, so sibling calls never see each other's values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import weakref
+from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from edge_runtime.errors import ExecutionError, NoMatchError
@@ -31,17 +32,33 @@ class Resolver(Protocol):
         ...
 
 
-@dataclass
+#: Each context's target model, kept off the context itself: entry code holds ``ctx``, and nothing
+#: reachable from it may be the model (entries reach the model only through lm/extract/smart_convert,
+#: which apply the caps). Weak keys: a context's model goes with it.
+_MODELS: "weakref.WeakKeyDictionary[Context, Any]" = weakref.WeakKeyDictionary()
+
+
+def model_of(ctx: "Context") -> Any:
+    """The target model ``ctx`` was created with (None if none): for the primitives only."""
+    return _MODELS.get(ctx)
+
+
+@dataclass(eq=False)
 class Context:
-    """Per-invocation state. Compiled code uses it only for narration, the target LM and tools."""
+    """Per-invocation state. Compiled code uses it only for narration and tools; the target model it is
+    created with is not an attribute (see ``model_of``)."""
 
     resolver: Resolver | None = None
-    target_lm: Any = None
+    target_lm: InitVar[Any] = None
     tools: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     max_depth: int = 32
     layers: list[dict[str, Any]] = field(default_factory=list)
     frames: list[str] = field(default_factory=list)
     trace: list[NarrationStep] = field(default_factory=list)
+
+    def __post_init__(self, target_lm: Any) -> None:
+        if target_lm is not None:
+            _MODELS[self] = target_lm
 
     def push(self, payload: Mapping[str, Any], function: str) -> None:
         if len(self.frames) >= self.max_depth:
@@ -70,3 +87,6 @@ class Context:
 
     def narrate(self, text: str, function: str | None = None) -> None:
         self.trace.append(NarrationStep(function or self.current_function, str(text)))
+
+
+del Context.target_lm  # the InitVar's default, which dataclass leaves on the class: ctx.target_lm must not exist

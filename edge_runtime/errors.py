@@ -143,3 +143,12 @@ class WorkerCrashedError(ExecutionError):
 
 class WorkerPoolClosedError(ExecutionError):
     """The worker pool was closed before or while the call ran."""
+
+
+class LMLimitError(ResourceExhaustedError):
+    """An lm()/extract()/smart_convert() call asked more of the shared model than its caps allow
+    (prompt tokens, new tokens, or its time budget): the request becomes a MISS, the model stays free."""
+
+
+class LMDeadlineError(DeadlineExceededError):
+    """The request's deadline passed while its model call was queued or decoding: generation stopped there."""

@@ -17,22 +17,66 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 import numpy as np  # noqa: E402
 
-from edge_runtime.errors import TargetModelError  # noqa: E402
+from edge_runtime.errors import LMDeadlineError, TargetModelError  # noqa: E402
 from edge_runtime.malloc_tuning import release_free_memory  # noqa: E402
 from edge_runtime.row_table import RowTable  # noqa: E402
 
 
 #: Bytes of float32 head rows kept for the token sets constraints ask about (a 100-token copy set is 230 KB).
 ROWS_CACHE_BYTES = 24 << 20
+
+
+class RunSlots:
+    """The shared model's scheduler: at most ``size`` forward passes at once, in two lanes.
+
+    Foreground passes (the server's own extraction and guard passes of ordinary requests) take any free
+    slot. Background passes (entries' lm()/extract()/smart_convert() calls, answered for a worker) take a
+    slot only while the model is otherwise idle (no pass running or waiting), so one at a time: a long
+    generation runs one decode step per slot grant, between the others' passes, and cannot starve them. A background wait
+    ends at its deadline (LMDeadlineError), never a hang."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._cond = threading.Condition()
+        self._busy = 0
+        self._background_busy = 0
+        self._foreground_waiting = 0
+
+    def acquire(self, background: bool, deadline: float | None) -> None:
+        with self._cond:
+            if background:
+                while self._busy or self._foreground_waiting:  # the model is idle: nothing runs, nothing waits
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise LMDeadlineError("the model call's deadline passed while it waited for the model")
+                    self._cond.wait(remaining)
+                self._background_busy += 1
+            else:
+                self._foreground_waiting += 1
+                try:
+                    while self._busy >= self.size:
+                        self._cond.wait()
+                finally:
+                    self._foreground_waiting -= 1
+            self._busy += 1
+
+    def release(self, background: bool) -> None:
+        with self._cond:
+            self._busy -= 1
+            if background:
+                self._background_busy -= 1
+            self._cond.notify_all()
 
 
 @dataclass(frozen=True)
@@ -121,7 +165,8 @@ class LMEngine:
         self._prefix_cache: OrderedDict[str, KVState] = OrderedDict()
         self.prefix_cache_bytes = prefix_cache_bytes
         self._prefix_lock = threading.Lock()
-        self._run_slots = threading.BoundedSemaphore(concurrent_runs)
+        self._run_slots = RunSlots(concurrent_runs)
+        self._budget = threading.local()  # this thread's (deadline, background) inside budget()
         self._rows_cache: dict[tuple[int, ...], np.ndarray] = {}
         self._rows_bytes = 0
         self._token_text: dict[int, str] = {}
@@ -178,6 +223,29 @@ class LMEngine:
             self._charset_tokens[charset] = cached
         return cached
 
+    # ---- scheduling -----------------------------------------------------
+    @contextmanager
+    def budget(self, deadline: float | None, *, background: bool = False) -> Iterator[None]:
+        """Passes this thread runs inside the block stop at ``deadline`` (checked before every pass, so
+        between decode steps) and, with ``background``, run in the scheduler's background lane."""
+        previous = getattr(self._budget, "value", None)
+        self._budget.value = (deadline, background)
+        try:
+            yield
+        finally:
+            self._budget.value = previous
+
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        deadline, background = getattr(self._budget, "value", None) or (None, False)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise LMDeadlineError("the model call's deadline passed; generation was stopped")
+        self._run_slots.acquire(background, deadline)
+        try:
+            yield
+        finally:
+            self._run_slots.release(background)
+
     # ---- model ----------------------------------------------------------
     def empty_state(self) -> KVState:
         empty = np.zeros((1, self.kv_heads, 0, self.head_dim), dtype=np.float32)
@@ -215,7 +283,7 @@ class LMEngine:
             feeds[f"past_key_values.{i}.value"] = state.values[i]
         in_graph_logits = want_logits and not self.compact
         names = (["logits"] if in_graph_logits else []) + ["hidden"] + (self._present if keep_state else [])
-        with self._run_slots:  # at most ``concurrent_runs`` passes at once: more would only oversubscribe the cores
+        with self._slot():  # at most ``concurrent_runs`` passes at once: more would only oversubscribe the cores
             outputs = self.session.run(names, feeds)
             offset = 1 if in_graph_logits else 0
             hidden = outputs[offset][0]
@@ -234,7 +302,7 @@ class LMEngine:
         """Logits over the whole vocabulary for each row of ``hidden`` ([rows, hidden] -> [rows, vocab])."""
         rows = np.asarray(hidden, dtype=np.float32).reshape(-1, hidden.shape[-1])
         if self.compact:
-            with self._run_slots:
+            with self._slot():
                 return self._head_logits(rows)
         return rows @ np.asarray(self.head, dtype=np.float32).T
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Sequence
 
 import numpy as np
@@ -43,6 +44,12 @@ class OnnxTargetLM(TargetLM):
             if marker and marker in text:
                 text = text[: text.index(marker)]
         return text.strip()
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.engine.encode(text))
+
+    def budget(self, deadline: float | None, *, background: bool = False) -> AbstractContextManager[None]:
+        return self.engine.budget(deadline, background=background)
 
     def choose(self, prompt: str, options: Sequence[str]) -> str:
         """The option whose whole answer (its tokens, then the end of the turn) the model finds most likely.

@@ -31,6 +31,7 @@ from edge_runtime.errors import (
 from edge_runtime.extractor import Extractor
 from edge_runtime.high_water import HighWaterMarks
 from edge_runtime.lm_engine import LMEngine
+from edge_runtime.lm_limits import LMLimits
 from edge_runtime.metrics import Metrics
 from edge_runtime.miss_log import MissLog
 from edge_runtime.registry import Execution
@@ -70,6 +71,7 @@ class RuntimeOptions:
     accept_bundle_names: tuple[str, ...] = ()
     max_blob_bytes: int = 2 << 30  # one pushed blob (a target-model file)
     max_blob_store_bytes: int = 8 << 30  # everything in the blob store together
+    lm_limits: LMLimits = field(default_factory=LMLimits)  # caps on each entry model call (edge_runtime/lm_limits.py)
 
 
 class EdgeRuntime:
@@ -98,7 +100,7 @@ class EdgeRuntime:
             from edge_runtime.worker_pool import WorkerPool
 
             self._pool = WorkerPool(options.workers, memory_limit_mb=options.memory_limit_mb,
-                                    default_timeout_s=options.entry_timeout_s)
+                                    default_timeout_s=options.entry_timeout_s, lm_limits=options.lm_limits)
         self._restore()
 
     # ---- state on disk ---------------------------------------------------------
@@ -272,7 +274,7 @@ class EdgeRuntime:
         return Answerer(
             name=bundle.name, version=bundle.version, digest=bundle.digest, entries=bundle.entries,
             modules=bundle.modules, router=router, threshold=threshold, extractor=extractor,
-            executor=self._executor(engine), top_k=self.options.top_k, guard=guard,
+            executor=self._executor(engine, bundle.manifest.get("lm_limits")), top_k=self.options.top_k, guard=guard,
             set_aside_disclaimers=self.options.set_aside_disclaimers,
         )
 
@@ -303,10 +305,14 @@ class EdgeRuntime:
 
         return router_from_bundle(bundle)
 
-    def _executor(self, engine: LMEngine | None) -> Callable[..., Execution]:
+    def _executor(self, engine: LMEngine | None, requested_limits: Any = None) -> Callable[..., Execution]:
         from edge_runtime.onnx_target_lm import OnnxTargetLM
 
         target_lm = OnnxTargetLM(engine) if engine is not None else None
+        try:
+            lm_limits = self.options.lm_limits.within(requested_limits)
+        except ValueError as exc:
+            raise BundleError(f"bundle manifest: {exc}") from exc
         if self._pool is not None:
             pool = self._pool
             # One model per server: the pool's workers reach it through the parent. A bundle that brings
@@ -314,7 +320,7 @@ class EdgeRuntime:
             pool.set_target_lm(target_lm)
 
             def run_in_pool(digest: str, entry_id: str, source: str, values: dict, timeout: float | None) -> Execution:
-                return pool.run(digest, entry_id, source, values, timeout_s=timeout)
+                return pool.run(digest, entry_id, source, values, timeout_s=timeout, lm_limits=lm_limits)
 
             return run_in_pool
         loaded: dict[tuple[str, str], LoadedCompiledEntry] = {}

@@ -9,7 +9,7 @@ import ast
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
-from edge_runtime.context import Context
+from edge_runtime.context import Context, model_of
 from edge_runtime.conversion import convert
 from edge_runtime.errors import (
     ConversionError,
@@ -135,9 +135,10 @@ def narrate(ctx: Context, text: Any, function: str | None = None) -> None:
 
 
 def _model(ctx: Context) -> Any:
-    if ctx.target_lm is None:
+    model = model_of(ctx)
+    if model is None:
         raise TargetModelError("this step needs the target model, and none is configured")
-    return ctx.target_lm
+    return model
 
 
 def lm(ctx: Context, task: str, text: str = "", choices: Sequence[str] | None = None) -> str:

@@ -6,6 +6,7 @@ The onnxruntime engine implements it; tests may plug a deterministic stand-in.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from typing import Sequence
 
 
@@ -25,3 +26,14 @@ class TargetLM(ABC):
     @abstractmethod
     def choose(self, prompt: str, options: Sequence[str]) -> str:
         """The option the model finds most likely after ``prompt`` (decoding constrained to options)."""
+
+    def count_tokens(self, text: str) -> int:
+        """Prompt length in the model's tokens (what the prompt cap counts). Stand-ins without a tokenizer
+        count characters, an upper bound for any subword tokenizer."""
+        return len(text)
+
+    def budget(self, deadline: float | None, *, background: bool = False) -> AbstractContextManager[None]:
+        """Within this block, this thread's model passes stop at ``deadline`` (time.monotonic()) with
+        LMDeadlineError, and with ``background`` they yield to foreground passes (the server's extraction).
+        Stand-ins that cannot be interrupted ignore it."""
+        return nullcontext()

@@ -65,12 +65,15 @@ from edge_runtime.errors import (
     ArcError,
     DeadlineExceededError,
     ExecutionError,
+    LMDeadlineError,
+    LMLimitError,
     ResourceExhaustedError,
     TargetModelError,
     ToolNotAllowedError,
     WorkerCrashedError,
     WorkerPoolClosedError,
 )
+from edge_runtime.lm_limits import LMLimits
 from edge_runtime.registry import Execution
 from edge_runtime.target_lm import TargetLM
 from edge_runtime.validator import ALLOWED_IMPORTS
@@ -83,8 +86,8 @@ MAX_REPLY_BYTES = 4 * 1024 * 1024
 """Largest pickled message a worker may send (a result, a narration, an LM prompt or tool arguments)."""
 
 _WORKER_CACHE_SIZE = 128
-#: Bounds on what a worker may ask of the parent's model (entry code can reach ctx.target_lm directly,
-#: and the model call itself cannot be interrupted at the deadline): the primitives stay far below them.
+#: Bounds on the shape of a worker's model request (a subverted worker can send anything); the per-call
+#: caps that matter (prompt tokens, new tokens, seconds) are the pool's LMLimits.
 _MAX_PROMPT_CHARS = 32_768
 _MAX_NEW_TOKENS = 512
 _MAX_OPTIONS = 1_024
@@ -538,6 +541,7 @@ class WorkerPool:
         start_method: str = "forkserver",
         recursion_limit: int = 2000,
         startup_timeout_s: float = 30.0,
+        lm_limits: LMLimits | None = None,
     ) -> None:
         """Start ``size`` workers and wait until each is sandboxed and ready.
 
@@ -548,6 +552,9 @@ class WorkerPool:
         threads can deadlock the child and would copy the server's memory, keys included.
         ``memory_limit_mb`` caps each worker's address space (an idle worker maps ~150 MiB,
         mostly numpy). ``tools`` run in this process, called through the worker's pipe.
+        ``lm_limits``: caps on each model call a worker asks for; a call over them, or still running at
+        its budget or the job's deadline, ends the job at once (LMLimitError / DeadlineExceededError)
+        and its worker is replaced, so a hostile entry holds neither the model nor a worker.
         """
         if size < 1:
             raise ValueError("size must be at least 1")
@@ -566,6 +573,7 @@ class WorkerPool:
             # Only takes effect if this process's forkserver is not running yet (it is shared).
             self._ctx.set_forkserver_preload(_PRELOAD)
         self._target_lm = target_lm
+        self.lm_limits = lm_limits or LMLimits()
         self._tools: Mapping[str, Callable[..., Any]] = MappingProxyType(dict(tools or {}))
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()
@@ -577,7 +585,7 @@ class WorkerPool:
         self._busy = 0
         self._stats = dict.fromkeys(
             ("calls", "ok", "errors", "deadline_exceeded", "resource_exhausted", "crashed", "workers_replaced",
-             "workers_started", "lm_calls", "tool_calls"),
+             "workers_started", "lm_calls", "lm_refused", "tool_calls"),
             0,
         )
         self.start_times_s: list[float] = []
@@ -597,7 +605,8 @@ class WorkerPool:
 
     # ---- public API -----------------------------------------------------------------------------
     def run(
-        self, key: str, entry_id: str, source: str, values: Mapping[str, Any], *, timeout_s: float | None = None
+        self, key: str, entry_id: str, source: str, values: Mapping[str, Any], *, timeout_s: float | None = None,
+        lm_limits: LMLimits | None = None,
     ) -> Execution:
         """Run compiled entry ``entry_id`` (module ``source`` from bundle ``key``) on ``values`` in a worker.
 
@@ -612,6 +621,10 @@ class WorkerPool:
         if timeout <= 0:
             raise ValueError("timeout_s must be positive")
         deadline = time.monotonic() + timeout
+        limits = self.lm_limits if lm_limits is None else LMLimits(
+            min(lm_limits.max_prompt_tokens, self.lm_limits.max_prompt_tokens),
+            min(lm_limits.max_new_tokens, self.lm_limits.max_new_tokens),
+            min(lm_limits.call_seconds, self.lm_limits.call_seconds))  # a bundle may ask for less, never more
         with self._lock:
             if self._closed:
                 raise WorkerPoolClosedError(f"{entry_id}: the worker pool is closed")
@@ -631,7 +644,8 @@ class WorkerPool:
                 break
             self._release(worker)  # it died while idle; the job never started, so take another worker
         try:
-            execution = self._converse(worker, job_id, cache_key, entry_id, source, target_lm, tools, deadline, timeout)
+            execution = self._converse(worker, job_id, cache_key, entry_id, source, target_lm, tools, deadline, timeout,
+                                       limits)
         except ArcError:
             with self._lock:
                 self._stats["errors"] += 1
@@ -899,6 +913,7 @@ class WorkerPool:
         tools: Mapping[str, Callable[..., Any]],
         deadline: float,
         timeout: float,
+        limits: LMLimits,
     ) -> Execution:
         conn = worker.conn
         while True:
@@ -931,7 +946,17 @@ class WorkerPool:
                 if tag == "error":
                     raise self._entry_error(worker, cache_key, entry_id, msg)
                 if tag == "lm":
-                    self._answer_lm(worker, target_lm, msg)
+                    try:
+                        self._answer_lm(worker, target_lm, msg, deadline, limits)
+                    except (LMLimitError, DeadlineExceededError) as exc:
+                        # The worker waits for this answer; it cannot be told to stop, so it is replaced.
+                        worker.healthy = False
+                        self._kill(worker)
+                        with self._lock:
+                            self._stats["lm_refused"] += 1
+                            if isinstance(exc, DeadlineExceededError):
+                                self._stats["deadline_exceeded"] += 1
+                        raise type(exc)(f"{entry_id}: {exc}") from None
                 elif tag == "tool":
                     self._answer_tool(worker, tools, msg)
                 elif tag == "need_source" and len(msg) == 2:
@@ -1023,7 +1048,9 @@ class WorkerPool:
         assert isinstance(exc, ArcError)
         return exc
 
-    def _answer_lm(self, worker: _Worker, target_lm: Any, msg: tuple) -> None:
+    def _answer_lm(self, worker: _Worker, target_lm: Any, msg: tuple, job_deadline: float, limits: LMLimits) -> None:
+        """Answer one model request of a worker within the caps; raises LMLimitError (over a cap or its
+        time budget) or DeadlineExceededError (the job's deadline passed) for the caller to end the job."""
         if len(msg) != 5:
             raise _ProtocolError("malformed lm request")
         _, _, method, args, kwargs = msg
@@ -1051,15 +1078,30 @@ class WorkerPool:
             if target_lm is None:
                 raise TargetModelError("this step needs the target model, and none is configured")
             if len(args[0]) > _MAX_PROMPT_CHARS:
-                raise TargetModelError(f"a prompt of {len(args[0])} characters exceeds the {_MAX_PROMPT_CHARS} limit")
+                raise LMLimitError(f"a prompt of {len(args[0])} characters exceeds the {_MAX_PROMPT_CHARS} limit")
             if not 0 < kwargs.get("max_new_tokens", 1) <= _MAX_NEW_TOKENS:
                 raise TargetModelError(f"max_new_tokens must be between 1 and {_MAX_NEW_TOKENS}")
             if method == "choose" and len(args[1]) > _MAX_OPTIONS:
                 raise TargetModelError(f"{len(args[1])} options exceed the limit of {_MAX_OPTIONS}")
-            answer = target_lm.generate(args[0], **kwargs) if method == "generate" else target_lm.choose(*args)
+            new_tokens = kwargs.get("max_new_tokens", 64)
+            if new_tokens > limits.max_new_tokens:
+                raise LMLimitError(f"a model call asked for {new_tokens} new tokens; the cap is {limits.max_new_tokens}")
+            prompt_tokens = target_lm.count_tokens(args[0])
+            if prompt_tokens > limits.max_prompt_tokens:
+                raise LMLimitError(f"a prompt of {prompt_tokens} tokens exceeds the cap of {limits.max_prompt_tokens}")
+            call_deadline = time.monotonic() + limits.call_seconds
+            try:
+                with target_lm.budget(min(call_deadline, job_deadline), background=True):
+                    answer = target_lm.generate(args[0], **kwargs) if method == "generate" else target_lm.choose(*args)
+            except LMDeadlineError:
+                if time.monotonic() >= job_deadline:
+                    raise DeadlineExceededError("the request's deadline passed during a model call; it was stopped") from None
+                raise LMLimitError(f"a model call ran over its budget of {limits.call_seconds:g} s; it was stopped") from None
             if not isinstance(answer, str):
                 raise TargetModelError(f"target model returned a {type(answer).__name__}, not a str")
             reply: tuple = ("ok", answer)
+        except (LMLimitError, DeadlineExceededError):
+            raise
         except ArcError as exc:
             reply = ("err", *_describe_error(exc))
         except Exception as exc:  # noqa: BLE001 - the model's failure becomes the entry's TargetModelError
