@@ -78,3 +78,25 @@ def test_cli_routes_refuse_and_run_nothing(command: str, tmp_path: Path) -> None
     assert done.returncode != 0
     assert "UnsafeCodeError" in done.stderr or "arc-build:" in done.stderr
     assert not marker.exists()
+
+
+#: Further escape classes, each with the rule that must stop it (docs/security.md lists them).
+MORE_ESCAPES = {
+    "getattr_by_string": ("x = 1\ndef f():\n    return getattr(x, '__class__')\n", "forbidden-call"),
+    "format_string_attribute": ("def f():\n    return '{0.__class__}'.format(1)\n", "format-string"),
+    "decorator_argument_call": (
+        "from edge_runtime.semantic import semantic_function\n@semantic_function(print('x'))\ndef f(ctx):\n    pass\n",
+        "decorator",
+    ),
+    "module_level_call": ("import math\nX = math.factorial(10**8)\n", "top-level"),
+    "subclass_walk": ("def f():\n    return ().__class__.__bases__[0].__subclasses__()\n", "dunder"),
+    "lambda_default_call": ("def f():\n    g = lambda a=print('x'): a\n", "default"),
+    "forbidden_import": ("import os\n", "import"),
+    "private_string_key": ("def f(d):\n    return d['_sys']\n", "private-string"),
+}
+
+
+@pytest.mark.parametrize("escape", sorted(MORE_ESCAPES))
+def test_more_escape_classes_are_rejected(escape: str) -> None:
+    source, rule = MORE_ESCAPES[escape]
+    assert rule in {v.rule for v in find_violations(source)}
