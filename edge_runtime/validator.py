@@ -9,6 +9,7 @@ so the executor should still run entries with restricted builtins.
 from __future__ import annotations
 
 import ast
+import re
 
 from edge_runtime.errors import UnsafeCodeError
 
@@ -38,12 +39,14 @@ FORBIDDEN_NAMES: frozenset[str] = frozenset(
         "memoryview", "exit", "quit", "super", "type", "object",
         # operator helpers that reach attributes by string, bypassing the dunder rule:
         "attrgetter", "methodcaller",
+        # functools/collections helpers that copy or expose attributes named by a string:
+        "update_wrapper", "wraps", "namedtuple", "WRAPPER_ASSIGNMENTS", "WRAPPER_UPDATES",
     }
 )
 """Builtins (and helpers) that execute code, reach attributes by string or escape to the interpreter."""
 
 # Attribute spellings of the above that no ordinary value has (``re.compile``, ``x.type`` stay legal).
-_FORBIDDEN_ATTRS = FORBIDDEN_NAMES - {
+_FORBIDDEN_ATTRS = FORBIDDEN_NAMES - {"namedtuple"} - {
     "compile", "open", "input", "help", "memoryview", "exit", "quit", "super", "type", "object",
 }
 
@@ -71,6 +74,49 @@ _OWN_RULE_STMTS = (ast.ClassDef, ast.AsyncFunctionDef, ast.AsyncFor, ast.AsyncWi
 _TOP_LEVEL_OK = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.Assign, ast.AnnAssign, ast.Pass)
 
 
+#: A string that spells a dunder (``'__globals__'``) or is a private identifier (``'_sys'``).
+_PRIVATE_SPELLING = re.compile(r"__\w+__|\A_+[A-Za-z]\w*\Z")
+
+
+def _defined_names(tree: ast.AST) -> frozenset[str]:
+    """Every name the source itself binds (assignment targets, functions, arguments, imports as-names)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias) and node.asname:
+            names.add(node.asname)
+    return frozenset(names)
+
+
+def _is_constant_expression(node: ast.AST | None) -> bool:
+    """Evaluating ``node`` runs no entry-chosen code: literals, containers of literals, arithmetic on them,
+    plain names (a type such as ``float``, or a constant the entry defined) and the declaration calls."""
+    if node is None or isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return _is_constant_expression(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _is_constant_expression(node.left) and _is_constant_expression(node.right)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_is_constant_expression(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(_is_constant_expression(k) for k in node.keys) and all(_is_constant_expression(v) for v in node.values)
+    if isinstance(node, ast.Call):
+        return (
+            isinstance(node.func, ast.Name) and node.func.id in _TOP_LEVEL_CALLS
+            and all(_is_constant_expression(a) for a in node.args)
+            and all(_is_constant_expression(k.value) for k in node.keywords)
+        )
+    return False
+
+
 def _is_dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
@@ -78,9 +124,10 @@ def _is_dunder(name: str) -> bool:
 class _Checker(ast.NodeVisitor):
     """Collects every violation in one walk; the caller sorts them into source order."""
 
-    def __init__(self, filename: str, allowed: frozenset[str]) -> None:
+    def __init__(self, filename: str, allowed: frozenset[str], defined: frozenset[str] = frozenset()) -> None:
         self.filename = filename
         self.allowed = allowed
+        self.defined = defined
         self.found: list[tuple[int, int, UnsafeCodeError]] = []
 
     def flag(self, node: ast.AST, rule: str, detail: str) -> None:
@@ -101,6 +148,13 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Name(self, node: ast.Name) -> None:
         self.check_name(node, node.id)
+        if node.id.startswith("_") and not _is_dunder(node.id) and node.id not in self.defined:
+            # e.g. ``_sys`` copied into the module's globals by a helper: only names the entry binds.
+            self.flag(node, "private", f"private name {node.id!r} that the entry does not define")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and _PRIVATE_SPELLING.search(node.value):
+            self.flag(node, "private-string", "a string spelling a dunder or private name could reach an attribute")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
@@ -151,6 +205,13 @@ class _Checker(ast.NodeVisitor):
             target = deco.func if isinstance(deco, ast.Call) else deco
             if not (isinstance(target, ast.Name) and target.id in _DECORATORS):
                 self.flag(deco, "decorator", "only @semantic_function(...) and @entry_point(...) are allowed")
+            elif isinstance(deco, ast.Call) and not all(
+                _is_constant_expression(a) for a in [*deco.args, *(k.value for k in deco.keywords)]
+            ):
+                self.flag(deco, "decorator", "decorator arguments must be constants (they run at import)")
+        for default in [*node.args.defaults, *node.args.kw_defaults]:
+            if not _is_constant_expression(default):
+                self.flag(default, "default", "default arguments must be constants (they run at import)")
         self.generic_visit(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
@@ -183,6 +244,12 @@ class _Checker(ast.NodeVisitor):
 
     visit_Yield = visit_YieldFrom = _generator
 
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for default in [*node.args.defaults, *node.args.kw_defaults]:
+            if not _is_constant_expression(default):
+                self.flag(default, "default", "default arguments must be constants")
+        self.generic_visit(node)
+
     def check_top_level(self, module: ast.Module) -> None:
         """Importing the module must run no code beyond defining functions and constants."""
         for i, stmt in enumerate(module.body):
@@ -193,6 +260,11 @@ class _Checker(ast.NodeVisitor):
             if not (docstring or isinstance(stmt, _TOP_LEVEL_OK + _OWN_RULE_STMTS)):
                 self.flag(stmt, "top-level", f"{type(stmt).__name__} statement at module level")
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                inside = any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for line, _, _ in self.found)
+                if not _is_constant_expression(stmt.value) and not inside:
+                    self.flag(stmt.value, "top-level", "module-level values must be constants or entry_point()/Param() of constants")
+                if not _is_constant_expression(stmt.value):
+                    continue
                 for call in (n for n in ast.walk(stmt.value) if isinstance(n, ast.Call)):
                     if not (isinstance(call.func, ast.Name) and call.func.id in _TOP_LEVEL_CALLS):
                         self.flag(call, "top-level", "module-level values may only call entry_point() or Param()")
@@ -212,7 +284,7 @@ def _check(
         return None, [UnsafeCodeError(filename, exc.lineno or 1, "syntax", exc.msg)]
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
         return None, [UnsafeCodeError(filename, 1, "syntax", str(exc) or type(exc).__name__)]
-    checker = _Checker(filename, ALLOWED_IMPORTS | extra_allowed_imports)
+    checker = _Checker(filename, ALLOWED_IMPORTS | extra_allowed_imports, _defined_names(tree))
     try:
         checker.visit(tree)
     except RecursionError:
