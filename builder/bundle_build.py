@@ -8,12 +8,10 @@ from pathlib import Path
 from typing import Callable
 
 from builder.bundle import pack_bundle
+from builder.confined_build import compile_confined, read_sources
 from builder.negatives import GENERAL_NEGATIVES
 from edge_runtime.bundle_routing import routing_files
-from edge_runtime.compiler import compile_entry
-from edge_runtime.embedder import OnnxSentenceEmbedder
 from edge_runtime.metadata import EntryPoint, Param
-from edge_runtime.registry import Registry
 from edge_runtime.router import Router, calibrate
 from edge_runtime.static_embedder import StaticEmbedder
 
@@ -73,18 +71,15 @@ def build_bundle(
     seed: int = 0,
 ) -> BundleBuild:
     rng = random.Random(seed)
-    progress(f"registering entry sources from {sources}")
-    registry = Registry(OnnxSentenceEmbedder())
-    registry.add_directory(sources)
-    if registry.near_duplicates:
-        a, b, score = registry.near_duplicates[0]
-        progress(f"{len(registry.near_duplicates)} near-duplicate function pair(s) kept for review, e.g. {a} ~ {b} ({score:.3f})")
-    compiled = []
-    for entry_id in sorted(registry.entries):
-        progress(f"compiling {entry_id}")
-        compiled.append(compile_entry(registry, entry_id))
+    progress(f"registering and compiling the entry sources of {sources} in a confined process")
+    confined = compile_confined(read_sources(sources))
+    if confined.near_duplicates:
+        a, b, score = confined.near_duplicates[0]
+        progress(f"{len(confined.near_duplicates)} near-duplicate function pair(s) kept for review, e.g. {a} ~ {b} ({score:.3f})")
+    compiled = confined.compiled
+    progress(f"compiled {len(compiled)} entries behind {', '.join(k for k, v in confined.walls.items() if v is True)}")
     embedder = StaticEmbedder.load(embedder_dir, mmap=False)
-    entries = [registry.entries[c.entry.id] for c in compiled]
+    entries = [c.entry for c in compiled]
     router = Router([(e.id, routing_texts(e, rng)) for e in entries], embedder)
     positives = [(e.render(sample_values(e, rng)), e.id) for e in entries for _ in range(10)]
     negatives = list(GENERAL_NEGATIVES) + list(extra_negatives or [])

@@ -117,11 +117,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "bundle":
         from builder.pipeline import make_bundle
+        from edge_runtime.errors import ArcError
 
-        path = make_bundle(
-            args.sources, args.out, name=args.name, version=args.version, key=args.key,
-            target_model=None if args.no_target_model else (args.target_model or "default"),
-        )
+        try:
+            path = make_bundle(
+                args.sources, args.out, name=args.name, version=args.version, key=args.key,
+                target_model=None if args.no_target_model else (args.target_model or "default"),
+            )
+        except ArcError as exc:
+            print(f"arc-build: {exc}", file=sys.stderr)
+            return 2
         print(path)
         return 0
     if args.command == "eval":
@@ -137,17 +142,14 @@ def main(argv: list[str] | None = None) -> int:
 
         return cli_entries(args)
     if args.command == "compile-entries":
-        from edge_runtime.compiler import compile_entry
-        from edge_runtime.embedder import OnnxSentenceEmbedder
+        from builder.confined_build import compile_confined, read_sources
         from edge_runtime.errors import ArcError
-        from edge_runtime.registry import Registry
 
         try:
-            registry = Registry(OnnxSentenceEmbedder())
-            registry.add_directory(args.sources)
+            confined = compile_confined(read_sources(args.sources))  # entry code never runs in this process
             args.out.mkdir(parents=True, exist_ok=True)
-            for entry_id in sorted(registry.entries):
-                compiled = compile_entry(registry, entry_id)
+            for compiled in confined.compiled:
+                entry_id = compiled.entry.id
                 path = args.out / f"{entry_id}.py"
                 path.write_text(compiled.source, encoding="utf-8")
                 print(f"{entry_id}: {len(compiled.functions)} functions -> {path} (sha256 {compiled.sha256[:12]})")

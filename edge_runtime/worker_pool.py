@@ -60,6 +60,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from edge_runtime import errors
 from edge_runtime.compiler import LoadedCompiledEntry
+from edge_runtime.confinement import EXIT_ORPHANED, enter_sandbox
 from edge_runtime.context import NarrationStep
 from edge_runtime.errors import (
     ArcError,
@@ -92,11 +93,9 @@ _MAX_PROMPT_CHARS = 32_768
 _MAX_NEW_TOKENS = 512
 _MAX_OPTIONS = 1_024
 _EXIT_OUT_OF_MEMORY = 75  # the worker could not even report a MemoryError
-_EXIT_ORPHANED = 76  # the server went away while the worker was busy
 #: Signals a memory-limited worker dies of when an allocation fails outside Python's MemoryError path
 #: (SIGKILL from the kernel OOM killer, SIGSEGV/SIGBUS from a failed stack or mmap growth, SIGABRT from a C abort).
 _MEMORY_SIGNALS = frozenset({signal.SIGKILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT})
-_ENV_KEEP = frozenset({"PATH", "LANG", "LANGUAGE", "TZ"})
 _HEAVY_MODULES = ("onnxruntime", "grpc", "tokenizers", "hnswlib", "cryptography", "torch")
 _PRELOAD = ["edge_runtime.worker_pool", "ctypes", *sorted(ALLOWED_IMPORTS)]
 
@@ -290,91 +289,6 @@ class _ParentTool:
         return self._channel.call(("tool", self._name, kwargs), self._too_large)
 
 
-def _vm_size_kb() -> int:
-    with open("/proc/self/status", "rb") as status:
-        for line in status:
-            if line.startswith(b"VmSize:"):
-                return int(line.split()[1])
-    return 0
-
-
-def _lower_limit(which: int, value: int) -> None:
-    soft, hard = resource.getrlimit(which)
-    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-    resource.setrlimit(which, (value, value))
-
-
-def _prctl(option: int, arg: int) -> None:
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, arg, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), f"prctl({option}, {arg}) failed")
-
-
-def _watch_parent(ppid: int) -> None:
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != ppid:
-            os._exit(_EXIT_ORPHANED)
-
-
-def _enter_sandbox(memory_limit_bytes: int, workdir: str, recursion_limit: int, forkserver: bool) -> dict[str, Any]:
-    """Everything a worker gives up before it touches an entry. Order matters: see the comments."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the server, which then closes the pool
-    keep = {k: v for k, v in os.environ.items() if k in _ENV_KEEP or k.startswith("LC_")}
-    os.environ.clear()  # the server's environment may hold credentials
-    os.environ.update(keep)
-    multiprocessing.current_process().authkey = os.urandom(32)  # do not keep the server's authkey
-    # Modules entries may import are imported now: once RLIMIT_NOFILE is 0 no file can be opened.
-    for name in sorted(ALLOWED_IMPORTS):
-        importlib.import_module(name)
-    import ctypes  # noqa: F401 - loaded before the file limit, used by _prctl
-
-    os.chdir(workdir)
-    os.umask(0o077)
-    sys.setrecursionlimit(recursion_limit)
-    vm_kb = _vm_size_kb()
-    if vm_kb * 1024 >= memory_limit_bytes:
-        raise ValueError(
-            f"memory_limit_mb={memory_limit_bytes >> 20} is below what an idle worker already maps ({vm_kb >> 10} MiB)"
-        )
-    # From here on no file is read: the identity switch below may make the interpreter's own files unreadable.
-    dropped = False
-    if os.geteuid() == 0:  # never run entry code as root: a nobody cannot read the server's keys
-        try:
-            import pwd
-
-            nobody = pwd.getpwnam("nobody")
-            uid, gid = nobody.pw_uid, nobody.pw_gid
-        except (ImportError, KeyError):
-            uid = gid = 65534
-        try:
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-            dropped = True
-        except OSError as exc:
-            log.warning("worker keeps running as root: cannot switch to uid %d: %s", uid, exc)
-    ppid = os.getppid()
-    if sys.platform.startswith("linux"):
-        _prctl(38, 1)  # PR_SET_NO_NEW_PRIVS
-    if forkserver and sys.platform.startswith("linux"):
-        # Our parent is the forkserver, which exits with the server: die with it (set after setuid,
-        # which clears the death signal). A GIL-holding C loop cannot ignore SIGKILL.
-        _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() != ppid:
-            os._exit(_EXIT_ORPHANED)
-    else:
-        # Our parent is the server itself, and PDEATHSIG would follow the thread that started us.
-        threading.Thread(target=_watch_parent, args=(ppid,), name="arc-worker-watchdog", daemon=True).start()
-    _lower_limit(resource.RLIMIT_CORE, 0)
-    _lower_limit(resource.RLIMIT_NPROC, 0)  # no processes, no threads (ignored for root)
-    _lower_limit(resource.RLIMIT_NOFILE, 0)  # the pipe stays open; nothing new can be opened
-    _lower_limit(resource.RLIMIT_AS, memory_limit_bytes)
-    return {"vm_kb": vm_kb, "dropped_root": dropped}
-
-
 def _error_kind(exc: BaseException) -> str:
     """memory / recursion (the worker is then replaced), else arc."""
     seen: list[BaseException] = []
@@ -490,7 +404,7 @@ class _WorkerLoop:
 def _worker_main(conn: Connection, memory_limit_bytes: int, workdir: str, recursion_limit: int, forkserver: bool) -> None:
     """Entry point of a worker process."""
     try:
-        state = _enter_sandbox(memory_limit_bytes, workdir, recursion_limit, forkserver)
+        state = enter_sandbox(memory_limit_bytes, workdir, recursion_limit, forkserver)
     except Exception as exc:  # noqa: BLE001 - reported, then the worker ends
         _worker_send(conn, ("startup_error", f"{type(exc).__name__}: {exc}"))
         return
