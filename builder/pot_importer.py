@@ -1871,15 +1871,27 @@ _WORKER: Importer | None = None
 
 
 def _worker_init(options: ImportOptions, memory_limit: int | None) -> None:
+    """A pool worker runs third-party programs and registers candidate entries: it first gives up what
+    the device's workers give up (edge_runtime/confinement.py: no network, no new files, ``nobody``,
+    an empty directory, an address-space cap), after importing everything the import will need."""
     global _WORKER
-    if memory_limit:
-        try:
-            import resource
+    import tempfile
 
-            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-        except (ImportError, ValueError, OSError):  # pragma: no cover - platform without limits
-            pass
+    import edge_runtime.compiler  # noqa: F401 - imported before the file limit
+    import edge_runtime.extractor  # noqa: F401
+    import edge_runtime.registry  # noqa: F401
+    import numpy.random  # noqa: F401 - the registry's embedder draws from it lazily
+    import codecs
+
+    for codec in ("utf_8_sig", "unicode_escape", "raw_unicode_escape", "latin_1", "ascii", "idna", "cp1252",
+                  "utf_16", "utf_32", "charmap"):
+        codecs.lookup(codec)  # codecs load on first use, which the file limit would refuse
+    from edge_runtime.confinement import enter_sandbox
+
     _WORKER = Importer(options)
+    workdir = tempfile.mkdtemp(prefix="arc-import-worker-")
+    os.chmod(workdir, 0o777)
+    enter_sandbox(memory_limit or (3 << 30), workdir, 2000, forkserver=False, cut_network=True)
 
 
 def _worker_run(t: Transcript) -> ImportResult:

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
                             "$ANTHROPIC_API_KEY); the reply is attached to the MISS")
     serve.add_argument("--upstream-base-url", default=None, help="Messages API base URL for --upstream-model")
     serve.add_argument("--upstream-timeout", type=float, default=20.0)
-    # The control plane (docs/security-device.md): admin RPCs only on a 0660 Unix socket.
+    # The control plane (docs/security.md): admin RPCs only on a 0660 Unix socket.
     serve.add_argument("--admin-socket", type=Path, default=None,
                        help="Unix socket for push/activate/rollback (mode 0660; default: DATA_DIR/admin.sock)")
     serve.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate for TLS on the query listener")

@@ -67,7 +67,7 @@ class RuntimeOptions:
     impossible_rereads: int | None = None
     set_aside_disclaimers: bool = True  # a miss is read again without what it calls irrelevant (disclaimers.py)
     upstream: UpstreamConfig | None = None  # ask the source model on a MISS (off by default)
-    #: bundle names this device accepts; empty: any name a trusted key signed (docs/security-device.md)
+    #: bundle names this device accepts; empty: any name a trusted key signed (docs/security.md)
     accept_bundle_names: tuple[str, ...] = ()
     max_blob_bytes: int = 2 << 30  # one pushed blob (a target-model file)
     max_blob_store_bytes: int = 8 << 30  # everything in the blob store together

@@ -89,7 +89,7 @@ class AdminOnlyInterceptor(grpc.ServerInterceptor):
         }
 
     MESSAGE = ("this RPC changes the device's state and is served only on the admin listener "
-               "(the admin Unix socket, or TCP with a client certificate): see docs/security-device.md")
+               "(the admin Unix socket, or TCP with a client certificate): see docs/security.md")
 
     def intercept_service(self, continuation: Callable[[Any], Any], handler_call_details: Any) -> Any:
         denial = self._denials.get(handler_call_details.method)

@@ -118,3 +118,39 @@ def test_compile_entries_cli_compiles_through_the_confined_child(tmp_path):
     printed = sorted(line.split(":")[0] for line in result.stdout.splitlines())
     assert sorted(path.stem for path in out.glob("*.py")) == printed
     assert "parcel-shipping-cost" in printed and len(printed) == 6
+
+
+def _importer_worker_walls(conn) -> None:
+    """What an import-pot pool worker can reach after its initializer ran."""
+    from builder.pot_importer import ImportOptions, _worker_init
+
+    _worker_init(ImportOptions(), 3 << 30)
+    found = {"uid": os.getuid(), "env": sorted(os.environ)}
+    try:
+        open(os.path.join(REPO, "pyproject.toml"), "rb").close()
+        found["opened"] = True
+    except OSError:
+        found["opened"] = False
+    try:
+        socket.create_connection(("127.0.0.1", 9), timeout=1).close()
+        found["network"] = "connected"
+    except OSError as exc:
+        found["network"] = type(exc).__name__ + str(exc.errno)
+    conn.send(found)
+
+
+def test_import_pot_workers_run_programs_behind_the_same_walls(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-secret")
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    process = ctx.Process(target=_importer_worker_walls, args=(child,))
+    process.start()
+    assert parent.poll(60)
+    found = parent.recv()
+    process.join(10)
+    assert found["opened"] is False
+    # EMFILE: not even a socket can be made (no new file descriptors); ENETUNREACH would also do
+    assert found["network"] in ("OSError24", "OSError101")
+    assert "ANTHROPIC_API_KEY" not in found["env"]
+    if os.geteuid() == 0:
+        assert found["uid"] != 0
