@@ -64,7 +64,7 @@ function decodeResponse(response) {
  * Connect to an edge runtime's query listener at "host:port" (default port 50551): plaintext, or TLS
  * when options.rootCert (PEM Buffer of the device's CA) is given, mutual with clientCert/clientKey.
  * options: { deadlineMs (default for every call, 10000), channelOptions, interceptors, rootCert, clientCert, clientKey }.
- * Admin RPCs are served only on the device's admin listener (docs/security-device.md).
+ * Admin RPCs are served only on the device's admin listener (docs/security.md).
  */
 function connect(address, options = {}) {
   const defaultMs = options.deadlineMs === undefined ? DEFAULT_DEADLINE_MS : options.deadlineMs;
