@@ -156,7 +156,7 @@ def read_bundle(
 def _load(source: Any, max_bytes: int) -> tuple[bytes, str]:
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
-        where = "<bytes>"
+        where = "the pushed bundle"
     else:
         path = Path(source)
         where = str(path)

@@ -12,9 +12,17 @@ from pathlib import Path
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 
+#: ``arc-edge invoke`` exit code when the server answered with a MISS (0 = HIT, 2 = error, 130 = Ctrl-C).
+EXIT_MISS = 3
+
+
 def _trusted_keys(paths: list[Path]) -> list[bytes]:
+    from edge_runtime.errors import SigningKeyError
+
     keys = []
     for path in paths:
+        if not path.is_file():
+            raise SigningKeyError(f"{path}: no such public key file; pass the .pub file `arc-build keys` printed")
         text = path.read_text().strip()
         if text.startswith("-----BEGIN"):
             from cryptography.hazmat.primitives import serialization
@@ -27,10 +35,21 @@ def _trusted_keys(paths: list[Path]) -> list[bytes]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="arc-edge", description="Serve ARC cache bundles on this device, offline.")
+    """Run one ``arc-edge`` command; every error is one line on stderr with exit 2, Ctrl-C exits 130."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("arc-edge: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    parser = argparse.ArgumentParser(prog="arc-edge", description="Serve ARC cache bundles on this device, offline.",
+                                     formatter_class=fmt)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="serve bundles over gRPC")
+    serve = sub.add_parser("serve", formatter_class=fmt, help="serve bundles over gRPC")
     serve.add_argument("--bundle", type=Path, action="append", default=[], help="a bundle to stage and activate at start")
     serve.add_argument("--model", type=Path, default=None, help="target-model artefact dir to import into the blob store")
     serve.add_argument("--address", default="127.0.0.1")
@@ -55,23 +74,24 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--upstream-base-url", default=None, help="Messages API base URL for --upstream-model")
     serve.add_argument("--upstream-timeout", type=float, default=20.0)
 
-    invoke = sub.add_parser("invoke", help="ask a running server one question")
+    invoke = sub.add_parser("invoke", formatter_class=fmt, help="ask a running server one question",
+                            epilog=f"exit status: 0 HIT, {EXIT_MISS} MISS, 2 error")
     invoke.add_argument("question")
     invoke.add_argument("--to", default="127.0.0.1:50551")
     invoke.add_argument("--timeout", type=float, default=10.0)
     invoke.add_argument("--json", action="store_true")
 
-    push = sub.add_parser("push", help="push a bundle (and the model blobs the device lacks) to a server")
+    push = sub.add_parser("push", formatter_class=fmt, help="push a bundle (and the model blobs the device lacks) to a server")
     push.add_argument("bundle", type=Path)
     push.add_argument("--to", default="127.0.0.1:50551")
     push.add_argument("--model", type=Path, default=None, help="target-model artefact dir to push missing blobs from")
     push.add_argument("--activate", action="store_true")
 
-    inspect = sub.add_parser("inspect", help="verify a bundle file and print its manifest summary")
+    inspect = sub.add_parser("inspect", formatter_class=fmt, help="verify a bundle file and print its manifest summary")
     inspect.add_argument("bundle", type=Path)
     inspect.add_argument("--trust", type=Path, action="append", default=[])
 
-    run = sub.add_parser("run-compiled", help="run one compiled entry module on parameter values")
+    run = sub.add_parser("run-compiled", formatter_class=fmt, help="run one compiled entry module on parameter values")
     run.add_argument("module", type=Path, help="a compiled entry module (.py) written by arc-build")
     run.add_argument("--params", required=True, help='JSON object of parameter values, e.g. \'{"moles": 2}\'')
     args = parser.parse_args(argv)
@@ -83,11 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     except ArcError as exc:
         print(f"arc-edge: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file named on the command line is missing or unreadable
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"arc-edge: {where}{exc.strerror or exc}; check the path", file=sys.stderr)
+        return 2
 
 
 def _serve(args: argparse.Namespace) -> int:
     from edge_runtime.runtime import EdgeRuntime, RuntimeOptions
     from edge_runtime.server import default_data_dir, serve
+    from edge_runtime.errors import BundleError
     from edge_runtime.upstream import UpstreamConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -104,7 +129,10 @@ def _serve(args: argparse.Namespace) -> int:
         if args.model:
             setup.blobs.import_target_model(args.model)
         for path in args.bundle:
-            bundle, missing = setup.stage_bundle(path.read_bytes())
+            try:
+                bundle, missing = setup.stage_bundle(path.read_bytes())
+            except BundleError as exc:
+                raise type(exc)(str(exc).replace("the pushed bundle", str(path))) from None
             if missing:
                 print(f"arc-edge: bundle {path} needs {len(missing)} target-model blob(s); pass --model", file=sys.stderr)
                 return 2
@@ -137,14 +165,21 @@ def _invoke(args: argparse.Namespace) -> int:
         upstream = response["upstream"]
         if upstream:
             print(f"upstream {upstream['model']}: {upstream['text'] or 'no answer (' + upstream['error'] + ')'}")
-    return 0
+    return 0 if response["outcome"] == "HIT" else EXIT_MISS
 
 
 def _push(args: argparse.Namespace) -> int:
     import grpc
 
     from edge_runtime.client import EdgeClient
+    from edge_runtime.errors import BundleError, BlobStoreError
 
+    if not args.bundle.is_file():
+        what = "is a directory" if args.bundle.is_dir() else "does not exist"
+        raise BundleError(f"{args.bundle}: {what}; pass a bundle file (.arcb) such as build/bundles/examples-1.arcb")
+    if args.model is not None and not (args.model / "manifest.json").is_file():
+        what = "does not exist" if not args.model.exists() else "is not a target-model artefact (no manifest.json)"
+        raise BlobStoreError(f"{args.model}: {what}; pass a directory under build/target-models/")
     with EdgeClient(args.to) as client:
         try:
             if args.model:
@@ -159,7 +194,8 @@ def _push(args: argparse.Namespace) -> int:
                 status = client.activate(staged.bundle_id)
                 print(f"active: {status.active} (previous: {status.previous or 'none'})")
         except grpc.RpcError as exc:
-            print(f"arc-edge: {exc.code().name}: {exc.details()}", file=sys.stderr)
+            details = (exc.details() or "").replace("the pushed bundle", str(args.bundle))
+            print(f"arc-edge: {exc.code().name}: {details}", file=sys.stderr)
             return 2
     return 0
 
@@ -170,7 +206,8 @@ def _inspect(args: argparse.Namespace) -> int:
     keys = _trusted_keys(args.trust)
     bundle = read_bundle(args.bundle, trusted_keys=keys, allow_unsigned=not keys)
     print(json.dumps({
-        "bundle": f"{bundle.name}-{bundle.version}", "digest": bundle.digest, "signed": bundle.signed,
+        "bundle": f"{bundle.name}-{bundle.version}", "digest": bundle.digest,
+        "signed": bundle.signed if keys else "signature not checked (pass --trust KEY.pub)",
         "signature_checked_against_trusted_keys": bool(keys), "key_id": bundle.key_id,
         "created_at": bundle.manifest.get("created_at"), "entries": sorted(bundle.entries),
         "routing": {k: v for k, v in bundle.routing.items() if k != "calibration"},
