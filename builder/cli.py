@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import sys
 from pathlib import Path
@@ -39,11 +40,14 @@ def _entry_sources(directory: Path) -> Path:
         raise BundleError(f"{directory}: no such directory; pass the directory of entry sources, e.g. bundles/examples")
     if not any(directory.glob("*.py")):
         raise BundleError(f"{directory}: no entry sources (*.py) in it; pass the directory of entry sources, e.g. bundles/examples")
+    for path in sorted(directory.glob("*.py")):
+        ast.parse(path.read_text(encoding="utf-8"), filename=str(path))  # a SyntaxError names the file before slow set-up
     return directory
 
 
 def _main(argv: list[str] | None) -> int:
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    from edge_runtime.cli_help import DefaultsHelpFormatter as fmt
+
     parser = argparse.ArgumentParser(prog="arc-build", description="Build ARC cache entries and bundles.", formatter_class=fmt)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", formatter_class=fmt, help="build a bundle from the example entries, serve it, answer example questions")

@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    from edge_runtime.cli_help import DefaultsHelpFormatter as fmt
+
     parser = argparse.ArgumentParser(prog="arc-edge", description="Serve ARC cache bundles on this device, offline.",
                                      formatter_class=fmt)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -54,7 +55,9 @@ def _main(argv: list[str] | None) -> int:
     serve.add_argument("--model", type=Path, default=None, help="target-model artefact dir to import into the blob store")
     serve.add_argument("--address", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=50551)
-    serve.add_argument("--data-dir", type=Path, default=None)
+    serve.add_argument("--data-dir", type=Path, default=None,
+                       help="staged bundles, blob store, state.json and the miss log (DIR/misses/) "
+                            "(default: $ARC_EDGE_DATA or ~/.local/share/arc-edge)")
     serve.add_argument("--trust", type=Path, action="append", default=[], help="public key file of a trusted signer")
     serve.add_argument("--insecure-allow-unsigned", action="store_true", help="accept unsigned bundles (development only)")
     serve.add_argument("--threads", type=int, default=2)
@@ -63,7 +66,8 @@ def _main(argv: list[str] | None) -> int:
     serve.add_argument("--model-runs", type=int, default=2,
                        help="forward passes of the model at once (1: one at a time, each with every thread)")
     serve.add_argument("--workers", type=int, default=2)
-    serve.add_argument("--metrics-port", type=int, default=None)
+    serve.add_argument("--metrics-port", type=int, default=None,
+                       help="serve Prometheus metrics on http://ADDRESS:PORT/metrics (default: off)")
     serve.add_argument("--entry-timeout", type=float, default=5.0)
     serve.add_argument("--rereads", action="store_true",
                        help="serve the aligner's draft where the model's only disagreement is an impossible reading "
@@ -124,6 +128,10 @@ def _serve(args: argparse.Namespace) -> int:
         upstream=UpstreamConfig(args.upstream_model, base_url=args.upstream_base_url, timeout_s=args.upstream_timeout)
         if args.upstream_model else None,
     )
+    if options.upstream is not None:
+        from edge_runtime.upstream import AnthropicUpstream
+
+        AnthropicUpstream(options.upstream)  # refuse a missing key or SDK before any state is written
     if args.model or args.bundle:
         setup = EdgeRuntime(RuntimeOptions(**{**options.__dict__, "use_worker_pool": False, "upstream": None}))
         if args.model:

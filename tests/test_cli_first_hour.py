@@ -1,0 +1,178 @@
+"""A new user's first hour with the CLIs: each test runs the real command in a temp dir (issue 25).
+
+Every error is one line on stderr naming the file, the problem and the fix, with exit code 2;
+``arc-edge invoke`` exits 3 on a MISS; ``--help`` shows defaults; ``inspect`` without ``--trust``
+does not claim a signed bundle is unsigned; a refused ``serve`` start writes no state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from edge_server_fixtures import example_bundle, make_keys, random_static_embedder
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO), ORT_DISABLE_TELEMETRY="1")
+    env.pop("ANTHROPIC_API_KEY", None)
+    return env
+
+
+def run(cwd: Path, tool: str, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    module = {"arc-build": "builder.cli", "arc-edge": "edge_runtime.cli"}[tool]
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=_env(), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def signed(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """A signed example bundle (random routing table), its public key, and a foreign public key."""
+    root = tmp_path_factory.mktemp("firsthour")
+    private, _ = make_keys(root / "keys")
+    make_keys(root / "other")
+    path = example_bundle(root / "bundles", private, random_static_embedder(root / "embedder"), "1")
+    return path, root / "keys" / "arc-signing.pub", root / "other" / "arc-signing.pub"
+
+
+def test_keys_twice_says_it_will_not_overwrite(tmp_path):
+    assert run(tmp_path, "arc-build", "keys", "--out", "k").returncode == 0
+    one_line_error(run(tmp_path, "arc-build", "keys", "--out", "k"), "k/arc-signing.pem", "exists already", "--out")
+
+
+def test_bundle_on_a_misspelt_directory(tmp_path):
+    one_line_error(run(tmp_path, "arc-build", "bundle", "bundles/exampels", "--name", "x", "--version", "1"),
+                   "bundles/exampels", "no such directory", "bundles/examples")
+
+
+def test_bundle_with_a_missing_key(tmp_path):
+    one_line_error(run(tmp_path, "arc-build", "bundle", str(REPO / "bundles" / "examples"), "--name", "x",
+                       "--version", "1", "--key", "nokey.pem"), "nokey.pem", "arc-build keys")
+
+
+def test_bundle_with_an_entry_syntax_error(tmp_path):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "entry.py").write_text("def f(:\n    pass\n")
+    one_line_error(run(tmp_path, "arc-build", "bundle", "bad", "--name", "x", "--version", "1"),
+                   "bad/entry.py:1", "syntax")
+
+
+def test_push_of_a_missing_path_and_a_directory(tmp_path):
+    one_line_error(run(tmp_path, "arc-edge", "push", "nothere.arcb"), "nothere.arcb", "does not exist", ".arcb")
+    (tmp_path / "somedir").mkdir()
+    one_line_error(run(tmp_path, "arc-edge", "push", "somedir"), "somedir", "is a directory")
+
+
+def test_push_model_typo_and_non_model_dir(tmp_path, signed):
+    bundle, _, _ = signed
+    one_line_error(run(tmp_path, "arc-edge", "push", str(bundle), "--model", "build/target-models/typo"),
+                   "build/target-models/typo", "does not exist", "build/target-models/")
+    one_line_error(run(tmp_path, "arc-edge", "push", str(bundle), "--model", str(REPO / "bundles" / "examples")),
+                   "bundles/examples", "not a target-model artefact")
+
+
+def test_serve_trust_missing_file(tmp_path):
+    one_line_error(run(tmp_path, "arc-edge", "serve", "--trust", "missing.pub", "--data-dir", "d"),
+                   "missing.pub", "arc-build keys")
+
+
+def test_serve_untrusted_bundle_names_the_file_and_writes_no_state(tmp_path, signed):
+    bundle, _, foreign = signed
+    one_line_error(run(tmp_path, "arc-edge", "serve", "--bundle", str(bundle), "--trust", str(foreign),
+                       "--data-dir", "d"), str(bundle), "untrusted key")
+    assert not (tmp_path / "d" / "state.json").exists()
+
+
+def test_serve_upstream_without_key_writes_no_state(tmp_path, signed):
+    bundle, public, _ = signed
+    one_line_error(run(tmp_path, "arc-edge", "serve", "--bundle", str(bundle), "--trust", str(public),
+                       "--data-dir", "d", "--upstream-model", "some-model"), "ANTHROPIC_API_KEY")
+    assert not (tmp_path / "d" / "state.json").exists()
+
+
+def test_inspect_without_trust_says_signature_not_checked(tmp_path, signed):
+    bundle, public, _ = signed
+    unchecked = run(tmp_path, "arc-edge", "inspect", str(bundle))
+    assert unchecked.returncode == 0, unchecked.stderr
+    assert json.loads(unchecked.stdout)["signed"].startswith("signature not checked")
+    checked = run(tmp_path, "arc-edge", "inspect", str(bundle), "--trust", str(public))
+    assert json.loads(checked.stdout)["signed"] is True
+
+
+@pytest.mark.parametrize("tool,command,default", [
+    ("arc-edge", "serve", "50551"), ("arc-edge", "invoke", "127.0.0.1:50551"), ("arc-build", "bundle", "build/bundles"),
+])
+def test_help_shows_defaults(tmp_path, tool, command, default):
+    result = run(tmp_path, tool, command, "--help")
+    assert result.returncode == 0
+    assert f"(default: {default})" in " ".join(result.stdout.split())
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_invoke_exits_3_on_a_miss_and_the_server_logs_its_shutdown(tmp_path, signed):
+    bundle, public, _ = signed
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "edge_runtime.cli", "serve", "--bundle", str(bundle), "--trust", str(public),
+         "--data-dir", "d", "--port", str(port), "--workers", "1"],
+        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        result = None
+        while time.monotonic() < deadline:
+            result = run(tmp_path, "arc-edge", "invoke", "What colour is the sky on Mars?", "--to", f"127.0.0.1:{port}")
+            if result.returncode != 2:
+                break
+            time.sleep(0.5)
+        assert result is not None and result.returncode == 3, (result.stdout, result.stderr)
+        assert result.stdout.startswith("MISS (")
+        server.send_signal(signal.SIGINT)  # serve's documented stop: a clean shutdown, logged, exit 0
+        out, _ = server.communicate(timeout=30)
+        assert server.returncode == 0, out
+        assert "Traceback" not in out
+        assert "stopped" in out.splitlines()[-1]
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
+    """Ctrl-C while ``arc-build bundle`` distils the routing table (minutes in a fresh directory)."""
+    build = subprocess.Popen(
+        [sys.executable, "-m", "builder.cli", "bundle", str(REPO / "bundles" / "examples"), "--name", "x",
+         "--version", "1", "--no-target-model"],
+        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(8)
+    build.send_signal(signal.SIGINT)
+    _, err = build.communicate(timeout=60)
+    assert build.returncode == 130, err
+    assert "Traceback" not in err
+    assert "arc-build: interrupted" in err  # after the progress bar rich leaves behind
