@@ -142,12 +142,26 @@ def _serve(args: argparse.Namespace) -> int:
             except BundleError as exc:
                 raise type(exc)(str(exc).replace("the pushed bundle", str(path))) from None
             if missing:
-                print(f"arc-edge: bundle {path} needs {len(missing)} target-model blob(s); pass --model", file=sys.stderr)
+                print(f"arc-edge: {path}: {_missing_blobs_message(bundle, missing, args.model)}", file=sys.stderr)
                 return 2
             setup.activate(f"{bundle.name}-{bundle.version}")
         setup.close()
     serve(options, address=f"{args.address}:{args.port}", metrics_port=args.metrics_port)
     return 0
+
+
+def _missing_blobs_message(bundle: object, missing: list[str], model_dir: Path | None) -> str:
+    """Name the blob the bundle expects and, when --model was given, the one that artefact holds instead."""
+    wanted = {f["sha256"]: f["path"] for f in bundle.target_model["files"]}
+    first = missing[0]
+    text = f"needs {len(missing)} target-model blob(s) the device lacks, e.g. {wanted.get(first, '?')} sha256 {first[:16]}"
+    if model_dir is None:
+        return text + "; pass --model build/target-models/<hash> (the artefact the bundle was built with)"
+    import hashlib
+
+    name = wanted.get(first)
+    found = hashlib.sha256((model_dir / name).read_bytes()).hexdigest()[:16] if name and (model_dir / name).is_file() else "no such file"
+    return f"{text}, but --model {model_dir} has {found} for {name}; pass the artefact the bundle was built with"
 
 
 def _invoke(args: argparse.Namespace) -> int:

@@ -176,3 +176,25 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
     assert build.returncode == 130, err
     assert "Traceback" not in err
     assert "arc-build: interrupted" in err  # after the progress bar rich leaves behind
+
+
+def test_serve_with_the_wrong_model_names_the_blob_expected_and_found(tmp_path, signed):
+    """A bundle built against one model, served with --model of another: both hashes in one line."""
+    from builder.bundle_build import build_bundle
+
+    bundle, public, _ = signed
+    model_a, model_b = tmp_path / "model-a", tmp_path / "model-b"
+    for folder, text in ((model_a, "a"), (model_b, "b")):
+        folder.mkdir()
+        (folder / "model.onnx").write_text(text)
+        (folder / "manifest.json").write_text("{}")
+    private = bundle.parents[1] / "keys" / "arc-signing.pem"
+    built = build_bundle(REPO / "bundles" / "examples", tmp_path / "out", name="examples", version="2",
+                         private_key=private, target_model_dir=model_a,
+                         embedder_dir=bundle.parents[1] / "embedder", progress=lambda _: None).path
+    line = one_line_error(run(tmp_path, "arc-edge", "serve", "--bundle", str(built), "--trust", str(public),
+                              "--model", str(model_b), "--data-dir", "d"), str(built), "model.onnx")
+    import hashlib
+
+    assert hashlib.sha256(b"a").hexdigest()[:16] in line and hashlib.sha256(b"b").hexdigest()[:16] in line
+    assert not (tmp_path / "d" / "state.json").exists()
