@@ -45,10 +45,12 @@ def free_port() -> int:
 
 
 def start_server(data_dir: Path, key_pub: Path, bundle: Path | None, model: Path | None, port: int,
-                 spin: bool = False, model_runs: int | None = None) -> subprocess.Popen:
+                 spin: bool = False, model_runs: int | None = None, rereads: bool = False) -> subprocess.Popen:
     cmd = [str(REPO / ".venv" / "bin" / "arc-edge"), "serve", "--data-dir", str(data_dir), "--trust", str(key_pub), "--port", str(port)]
     if spin:
         cmd += ["--spin"]
+    if rereads:
+        cmd += ["--rereads"]
     if model_runs is not None:
         cmd += ["--model-runs", str(model_runs)]
     if bundle:
@@ -170,6 +172,7 @@ def main() -> None:
     parser.add_argument("--spin", action="store_true", help="serve with the model's threads busy-waiting (arc-edge serve --spin)")
     parser.add_argument("--model-runs", type=int, default=None,
                         help="forward passes of the model at once (arc-edge serve --model-runs; default: the server's)")
+    parser.add_argument("--rereads", action="store_true", help="serve with arc-edge serve --rereads")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -197,7 +200,7 @@ def main() -> None:
         port = free_port()
         started = time.perf_counter()
         proc = start_server(data_dir, public_path, None, None, port, spin=args.spin,
-                            model_runs=args.model_runs)
+                            model_runs=args.model_runs, rereads=args.rereads)
         try:
             wait_for_hit(f"127.0.0.1:{port}", fast_q[0])
             figures["cold_start_s"] = round(time.perf_counter() - started, 3)

@@ -198,3 +198,17 @@ def test_serve_with_the_wrong_model_names_the_blob_expected_and_found(tmp_path, 
 
     assert hashlib.sha256(b"a").hexdigest()[:16] in line and hashlib.sha256(b"b").hexdigest()[:16] in line
     assert not (tmp_path / "d" / "state.json").exists()
+
+
+def test_docs_name_the_default_port_and_an_spdx_license():
+    """The Node client README's example dials arc-edge serve's default port; the license is an SPDX string."""
+    import re
+
+    help_text = run(REPO, "arc-edge", "serve", "--help").stdout
+    default_port = re.search(r"--port PORT\s+\(default: (\d+)\)", help_text).group(1)
+    node_readme = (REPO / "clients" / "node" / "README.md").read_text()
+    assert set(re.findall(r"127\.0\.0\.1:(\d+)", node_readme)) == {default_port}
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert re.search(r'^license = "Apache-2.0"$', pyproject, re.M)
+    benchmarks = (REPO / "docs" / "benchmarks.md").read_text()
+    assert "gsm8k-eval-5b17f5d790" not in benchmarks and "../shared/data" in benchmarks

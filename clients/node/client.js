@@ -4,7 +4,7 @@
  * A small Node.js client for the ARC edge runtime (gRPC service arc.edge.v1.EdgeCache).
  *
  * Library:  const { connect } = require('./client');
- *           const edge = connect('127.0.0.1:50051');
+ *           const edge = connect('127.0.0.1:50551');
  *           const reply = await edge.invoke('What is ...?', { deadlineMs: 2000 });
  *           edge.close();
  * CLI:      node client.js HOST:PORT "question" [--deadline-ms N]
@@ -184,7 +184,9 @@ async function main(argv) {
   const edge = connect(address, { deadlineMs });
   try {
     const reply = await edge.invoke(query);
-    process.stdout.write(`${JSON.stringify(decodeResponse(reply), null, 2)}\n`);
+    // The CLI prints values, not JSON text: answer_json decoded like parameters_json and result_json.
+    const decoded = { ...decodeResponse(reply), answer_json: parseJsonField(reply.answer_json, null) };
+    process.stdout.write(`${JSON.stringify(decoded, null, 2)}\n`);
     return 0;
   } catch (err) {
     if (typeof err.code === 'number') {
