@@ -204,7 +204,7 @@ def _verify_signature(
     if signature == UNSIGNED:
         if allow_unsigned:
             return None
-        raise SignatureError(f"{where}: bundle is unsigned (all-zero signature); refused without allow_unsigned")
+        raise SignatureError(f"{where}: bundle is unsigned (all-zero signature); sign it (arc-build bundle --key), or for development only serve with --insecure-allow-unsigned")
     message = signed_message(manifest_bytes)
     for key in trusted:
         try:

@@ -212,3 +212,15 @@ def test_docs_name_the_default_port_and_an_spdx_license():
     assert re.search(r'^license = "Apache-2.0"$', pyproject, re.M)
     benchmarks = (REPO / "docs" / "benchmarks.md").read_text()
     assert "gsm8k-eval-5b17f5d790" not in benchmarks and "../shared/data" in benchmarks
+
+
+def test_a_fractional_count_is_refused_in_user_terms():
+    """30.5 students: the MISS says a whole number was expected, not a Python repr of a Fraction."""
+    from fractions import Fraction
+
+    from edge_runtime.errors import ParameterValidationError
+    from edge_runtime.metadata import Param
+
+    with pytest.raises(ParameterValidationError) as caught:
+        Param("students", "the number of students", int).validate(Fraction(61, 2))
+    assert str(caught.value) == "parameter 'students': 30.5: expected a whole number"

@@ -573,5 +573,5 @@ def test_registry_run_validates_parameters_before_running(embedder):
     assert registry.run("double", {"n": 4}).result == {"the double": 8.0}
     with pytest.raises(ParameterValidationError, match="parameter 'm': not a parameter of this entry"):
         registry.run("double", {"n": 4, "m": 1})
-    with pytest.raises(ParameterValidationError, match="parameter 'n': expected float, got True"):
+    with pytest.raises(ParameterValidationError, match="parameter 'n': True: expected a number"):
         registry.run("double", {"n": True})
