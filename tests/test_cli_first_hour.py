@@ -224,3 +224,11 @@ def test_a_fractional_count_is_refused_in_user_terms():
     with pytest.raises(ParameterValidationError) as caught:
         Param("students", "the number of students", int).validate(Fraction(61, 2))
     assert str(caught.value) == "parameter 'students': 30.5: expected a whole number"
+
+
+def test_readme_device_section_says_how_to_reach_the_commands():
+    """After `make demo` the commands are in .venv/bin, not on PATH: the device section says so first."""
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## On a device"):]
+    assert section.index("source .venv/bin/activate") < section.index("arc-build keys")
+    assert "moves\nkilobytes" not in readme and "~/.local/share/arc-edge" in readme
