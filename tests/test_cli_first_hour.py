@@ -232,3 +232,31 @@ def test_readme_device_section_says_how_to_reach_the_commands():
     section = readme[readme.index("## On a device"):]
     assert section.index("source .venv/bin/activate") < section.index("arc-build keys")
     assert "moves\nkilobytes" not in readme and "~/.local/share/arc-edge" in readme
+
+
+def test_serve_benchmark_draws_only_questions_the_entries_accept(signed):
+    """benchmarks/serve.py's fast-path questions: no value set the entry's own code refuses (-40 kelvin)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import serve as bench
+
+    from edge_runtime.bundle import read_bundle
+    from edge_runtime.compiler import LoadedCompiledEntry
+    from edge_runtime.errors import ExecutionError, TargetModelError
+
+    bundle_path, public, _ = signed
+    from builder.keys import load_public_key
+
+    bundle = read_bundle(bundle_path, trusted_keys=[load_public_key(public)])
+    import random
+
+    rng = random.Random(3)
+    for entry in bundle.entries.values():
+        module = LoadedCompiledEntry(bundle.modules[entry.id], entry.id)
+        for _ in range(30):
+            values = bench.accepted_values(entry, module, rng)
+            try:
+                module.run(values)
+            except TargetModelError:
+                pass
+            except ExecutionError as exc:
+                pytest.fail(f"{entry.id} {values}: {exc}")
