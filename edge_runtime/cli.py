@@ -16,6 +16,12 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 EXIT_MISS = 3
 
 
+RUN_COMPILED_EXAMPLE = """example:
+  arc-build compile-entries bundles/examples --out build/compiled
+  arc-edge run-compiled build/compiled/ideal-gas-pressure.py --params '{"moles": 2, "temperature": 300, "temperature_unit": "kelvin", "volume": 10, "volume_unit": "litres"}'
+"""
+
+
 def _trusted_keys(paths: list[Path]) -> list[bytes]:
     from edge_runtime.errors import SigningKeyError
 
@@ -95,9 +101,12 @@ def _main(argv: list[str] | None) -> int:
     inspect.add_argument("bundle", type=Path)
     inspect.add_argument("--trust", type=Path, action="append", default=[])
 
-    run = sub.add_parser("run-compiled", formatter_class=fmt, help="run one compiled entry module on parameter values")
+    run = sub.add_parser("run-compiled", formatter_class=fmt, help="run one compiled entry module on parameter values",
+                         epilog=RUN_COMPILED_EXAMPLE)
     run.add_argument("module", type=Path, help="a compiled entry module (.py) written by arc-build")
-    run.add_argument("--params", required=True, help='JSON object of parameter values, e.g. \'{"moles": 2}\'')
+    run.add_argument("--params", required=True, help="JSON object of every parameter value of the entry")
+    run.add_argument("--model", type=Path, default=None,
+                     help="target-model artefact dir (build/target-models/<hash>) for entries whose steps ask the model")
     args = parser.parse_args(argv)
 
     from edge_runtime.errors import ArcError
@@ -248,7 +257,16 @@ def _run_compiled(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"arc-edge: --params is not JSON: {exc}", file=sys.stderr)
         return 2
-    execution = module.run(entry_from_dict(module.meta).validate(raw))
+    target_lm = None
+    if args.model is not None:
+        from edge_runtime.errors import TargetModelError
+        from edge_runtime.lm_engine import LMEngine
+        from edge_runtime.onnx_target_lm import OnnxTargetLM
+
+        if not (args.model / "manifest.json").is_file():
+            raise TargetModelError(f"{args.model}: not a target-model artefact (no manifest.json); pass a directory under build/target-models/")
+        target_lm = OnnxTargetLM(LMEngine(args.model))
+    execution = module.run(entry_from_dict(module.meta).validate(raw), target_lm=target_lm)
     for i, step in enumerate(execution.narration, 1):
         print(f"{i}. {step.text}")
     print(json.dumps(execution.result))

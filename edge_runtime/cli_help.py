@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 
-class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """argparse's defaults formatter, also for options declared without a help text.
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """argparse's defaults formatter, also for options declared without a help text; epilogs
+    (examples to copy) keep their lines as written.
 
     The stock formatter appends "(default: X)" only to options that have help; a user reading
     ``arc-edge serve --help`` needs ``--port``'s default as much as ``--spin``'s.

@@ -260,3 +260,20 @@ def test_serve_benchmark_draws_only_questions_the_entries_accept(signed):
                 pass
             except ExecutionError as exc:
                 pytest.fail(f"{entry.id} {values}: {exc}")
+
+
+def test_run_compiled_help_example_works(tmp_path):
+    """The two commands in `arc-edge run-compiled --help`'s example, run as written."""
+    import shlex
+
+    (tmp_path / "bundles").symlink_to(REPO / "bundles")  # the example's paths are from a checkout's root
+    help_text = run(tmp_path, "arc-edge", "run-compiled", "--help").stdout
+    commands = [line.strip() for line in help_text.splitlines() if line.strip().startswith(("arc-build ", "arc-edge "))]
+    assert len(commands) == 2, help_text
+    compiled = run(tmp_path, "arc-build", *shlex.split(commands[0])[1:])
+    assert compiled.returncode == 0, compiled.stderr
+    done = run(tmp_path, "arc-edge", *shlex.split(commands[1])[1:])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {"pressure in kilopascals": 498.868}
+    one_line_error(run(tmp_path, "arc-edge", "run-compiled", "build/compiled/parcel-shipping-cost.py", "--params",
+                       "{}", "--model", "build/target-models/typo"), "build/target-models/typo", "not a target-model")
