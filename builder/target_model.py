@@ -191,14 +191,13 @@ def build_target_model(
             "bos_token_id": config.get("bos_token_id"),
             "eos_token_id": config.get("eos_token_id"),
             "libraries": _versions(),
-            "build_seconds": round(time.time() - started, 1),
-        }
+        }  # no build time or date: the same source and recipe must give the same bytes (and blob hashes)
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2))
         paths.root.parent.mkdir(parents=True, exist_ok=True)
         if paths.root.exists():
             shutil.rmtree(paths.root)
         shutil.move(str(staging), str(paths.root))
-        progress(f"artefact ready: {paths.root}")
+        progress(f"artefact ready: {paths.root} ({time.time() - started:.1f} s)")
         return paths.root
     finally:
         shutil.rmtree(work, ignore_errors=True)

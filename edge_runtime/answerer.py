@@ -82,7 +82,7 @@ def _at_least(value: Any, minimum: float) -> bool:
 
 
 #: Misses a second reading cannot change: the bundle or the deadline, not the question's text.
-_FINAL_MISSES = frozenset({"no_entry", "deadline_exceeded", "resource_exhausted", "execution_failed"})
+_FINAL_MISSES = frozenset({"no_entry", "unknown_entry", "deadline_exceeded", "resource_exhausted", "execution_failed"})
 
 
 class Answerer:
@@ -189,7 +189,7 @@ class Answerer:
         if not self.entries:
             return miss("no_entry", "the active bundle has no entries")
         if entry_id and entry_id not in self.entries:
-            return miss("no_entry", f"no entry {entry_id!r} in bundle {self.bundle_id}")
+            return miss("unknown_entry", f"no entry {entry_id!r} in bundle {self.bundle_id}; ListEntries gives the ids")
 
         # IS1, first by skeleton: the entries whose template the question could be (reworded around the slots).
         # Fast paths: the template with new values, or the template reworded around its slots — no model.

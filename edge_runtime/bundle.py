@@ -156,7 +156,7 @@ def read_bundle(
 def _load(source: Any, max_bytes: int) -> tuple[bytes, str]:
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
-        where = "<bytes>"
+        where = "the pushed bundle"
     else:
         path = Path(source)
         where = str(path)
@@ -204,7 +204,7 @@ def _verify_signature(
     if signature == UNSIGNED:
         if allow_unsigned:
             return None
-        raise SignatureError(f"{where}: bundle is unsigned (all-zero signature); refused without allow_unsigned")
+        raise SignatureError(f"{where}: bundle is unsigned (all-zero signature); sign it (arc-build bundle --key), or for development only serve with --insecure-allow-unsigned")
     message = signed_message(manifest_bytes)
     for key in trusted:
         try:

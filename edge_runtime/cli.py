@@ -12,9 +12,23 @@ from pathlib import Path
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 
+#: ``arc-edge invoke`` exit code when the server answered with a MISS (0 = HIT, 2 = error, 130 = Ctrl-C).
+EXIT_MISS = 3
+
+
+RUN_COMPILED_EXAMPLE = """example:
+  arc-build compile-entries bundles/examples --out build/compiled
+  arc-edge run-compiled build/compiled/ideal-gas-pressure.py --params '{"moles": 2, "temperature": 300, "temperature_unit": "kelvin", "volume": 10, "volume_unit": "litres"}'
+"""
+
+
 def _trusted_keys(paths: list[Path]) -> list[bytes]:
+    from edge_runtime.errors import SigningKeyError
+
     keys = []
     for path in paths:
+        if not path.is_file():
+            raise SigningKeyError(f"{path}: no such public key file; pass the .pub file `arc-build keys` printed")
         text = path.read_text().strip()
         if text.startswith("-----BEGIN"):
             from cryptography.hazmat.primitives import serialization
@@ -27,15 +41,29 @@ def _trusted_keys(paths: list[Path]) -> list[bytes]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="arc-edge", description="Serve ARC cache bundles on this device, offline.")
+    """Run one ``arc-edge`` command; every error is one line on stderr with exit 2, Ctrl-C exits 130."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("arc-edge: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
+    from edge_runtime.cli_help import DefaultsHelpFormatter as fmt
+
+    parser = argparse.ArgumentParser(prog="arc-edge", description="Serve ARC cache bundles on this device, offline.",
+                                     formatter_class=fmt)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="serve bundles over gRPC")
+    serve = sub.add_parser("serve", formatter_class=fmt, help="serve bundles over gRPC")
     serve.add_argument("--bundle", type=Path, action="append", default=[], help="a bundle to stage and activate at start")
     serve.add_argument("--model", type=Path, default=None, help="target-model artefact dir to import into the blob store")
     serve.add_argument("--address", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=50551)
-    serve.add_argument("--data-dir", type=Path, default=None)
+    serve.add_argument("--data-dir", type=Path, default=None,
+                       help="staged bundles, blob store, state.json and the miss log (DIR/misses/) "
+                            "(default: $ARC_EDGE_DATA or ~/.local/share/arc-edge)")
     serve.add_argument("--trust", type=Path, action="append", default=[], help="public key file of a trusted signer")
     serve.add_argument("--insecure-allow-unsigned", action="store_true", help="accept unsigned bundles (development only)")
     serve.add_argument("--threads", type=int, default=2)
@@ -44,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--model-runs", type=int, default=2,
                        help="forward passes of the model at once (1: one at a time, each with every thread)")
     serve.add_argument("--workers", type=int, default=2)
-    serve.add_argument("--metrics-port", type=int, default=None)
+    serve.add_argument("--metrics-port", type=int, default=None,
+                       help="serve Prometheus metrics on http://ADDRESS:PORT/metrics (default: off)")
     serve.add_argument("--entry-timeout", type=float, default=5.0)
     serve.add_argument("--rereads", action="store_true",
                        help="serve the aligner's draft where the model's only disagreement is an impossible reading "
@@ -70,13 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--lm-max-new-tokens", type=int, default=64, help="cap on one entry model call's generation")
     serve.add_argument("--lm-call-seconds", type=float, default=2.0, help="time budget of one entry model call")
 
-    invoke = sub.add_parser("invoke", help="ask a running server one question")
+    invoke = sub.add_parser("invoke", formatter_class=fmt, help="ask a running server one question",
+                            epilog=f"exit status: 0 HIT, {EXIT_MISS} MISS, 2 error")
     invoke.add_argument("question")
     invoke.add_argument("--to", default="127.0.0.1:50551")
     invoke.add_argument("--timeout", type=float, default=10.0)
     invoke.add_argument("--json", action="store_true")
 
-    push = sub.add_parser("push", help="push a bundle (and the model blobs the device lacks) to a server")
+    push = sub.add_parser("push", formatter_class=fmt, help="push a bundle (and the model blobs the device lacks) to a server")
     push.add_argument("bundle", type=Path)
     push.add_argument("--to", default="127.0.0.1:50551")
     push.add_argument("--model", type=Path, default=None, help="target-model artefact dir to push missing blobs from")
@@ -101,13 +131,16 @@ def main(argv: list[str] | None = None) -> int:
         if "--to" not in command._option_string_actions:
             command.add_argument("--to", default="127.0.0.1:50551")
 
-    inspect = sub.add_parser("inspect", help="verify a bundle file and print its manifest summary")
+    inspect = sub.add_parser("inspect", formatter_class=fmt, help="verify a bundle file and print its manifest summary")
     inspect.add_argument("bundle", type=Path)
     inspect.add_argument("--trust", type=Path, action="append", default=[])
 
-    run = sub.add_parser("run-compiled", help="run one compiled entry module on parameter values")
+    run = sub.add_parser("run-compiled", formatter_class=fmt, help="run one compiled entry module on parameter values",
+                         epilog=RUN_COMPILED_EXAMPLE)
     run.add_argument("module", type=Path, help="a compiled entry module (.py) written by arc-build")
-    run.add_argument("--params", required=True, help='JSON object of parameter values, e.g. \'{"moles": 2}\'')
+    run.add_argument("--params", required=True, help="JSON object of every parameter value of the entry")
+    run.add_argument("--model", type=Path, default=None,
+                     help="target-model artefact dir (build/target-models/<hash>) for entries whose steps ask the model")
     args = parser.parse_args(argv)
 
     from edge_runtime.errors import ArcError
@@ -117,11 +150,16 @@ def main(argv: list[str] | None = None) -> int:
     except ArcError as exc:
         print(f"arc-edge: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file named on the command line is missing or unreadable
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"arc-edge: {where}{exc.strerror or exc}; check the path", file=sys.stderr)
+        return 2
 
 
 def _serve(args: argparse.Namespace) -> int:
     from edge_runtime.runtime import EdgeRuntime, RuntimeOptions
     from edge_runtime.server import TlsFiles, default_data_dir, listen_address, serve
+    from edge_runtime.errors import BundleError
     from edge_runtime.upstream import UpstreamConfig
     from edge_runtime.lm_limits import LMLimits
 
@@ -141,20 +179,41 @@ def _serve(args: argparse.Namespace) -> int:
         print("arc-edge: TLS needs both --tls-cert and --tls-key", file=sys.stderr)
         return 2
     tls = TlsFiles(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
+    if options.upstream is not None:
+        from edge_runtime.upstream import AnthropicUpstream
+
+        AnthropicUpstream(options.upstream)  # refuse a missing key or SDK before any state is written
     if args.model or args.bundle:
         setup = EdgeRuntime(RuntimeOptions(**{**options.__dict__, "use_worker_pool": False, "upstream": None}))
         if args.model:
             setup.blobs.import_target_model(args.model)
         for path in args.bundle:
-            bundle, missing = setup.stage_bundle(path.read_bytes())
+            try:
+                bundle, missing = setup.stage_bundle(path.read_bytes())
+            except BundleError as exc:
+                raise type(exc)(str(exc).replace("the pushed bundle", str(path))) from None
             if missing:
-                print(f"arc-edge: bundle {path} needs {len(missing)} target-model blob(s); pass --model", file=sys.stderr)
+                print(f"arc-edge: {path}: {_missing_blobs_message(bundle, missing, args.model)}", file=sys.stderr)
                 return 2
             setup.activate(f"{bundle.name}-{bundle.version}")
         setup.close()
     serve(options, address=listen_address(args.address, args.port), metrics_port=args.metrics_port,
           admin_socket=args.admin_socket, admin_address=args.admin_address, tls=tls, reflection_on=args.reflection)
     return 0
+
+
+def _missing_blobs_message(bundle: object, missing: list[str], model_dir: Path | None) -> str:
+    """Name the blob the bundle expects and, when --model was given, the one that artefact holds instead."""
+    wanted = {f["sha256"]: f["path"] for f in bundle.target_model["files"]}
+    first = missing[0]
+    text = f"needs {len(missing)} target-model blob(s) the device lacks, e.g. {wanted.get(first, '?')} sha256 {first[:16]}"
+    if model_dir is None:
+        return text + "; pass --model build/target-models/<hash> (the artefact the bundle was built with)"
+    import hashlib
+
+    name = wanted.get(first)
+    found = hashlib.sha256((model_dir / name).read_bytes()).hexdigest()[:16] if name and (model_dir / name).is_file() else "no such file"
+    return f"{text}, but --model {model_dir} has {found} for {name}; pass the artefact the bundle was built with"
 
 
 def _invoke(args: argparse.Namespace) -> int:
@@ -180,14 +239,21 @@ def _invoke(args: argparse.Namespace) -> int:
         upstream = response["upstream"]
         if upstream:
             print(f"upstream {upstream['model']}: {upstream['text'] or 'no answer (' + upstream['error'] + ')'}")
-    return 0
+    return 0 if response["outcome"] == "HIT" else EXIT_MISS
 
 
 def _push(args: argparse.Namespace) -> int:
     import grpc
 
     from edge_runtime.client import EdgeClient
+    from edge_runtime.errors import BundleError, BlobStoreError
 
+    if not args.bundle.is_file():
+        what = "is a directory" if args.bundle.is_dir() else "does not exist"
+        raise BundleError(f"{args.bundle}: {what}; pass a bundle file (.arcb) such as build/bundles/examples-1.arcb")
+    if args.model is not None and not (args.model / "manifest.json").is_file():
+        what = "does not exist" if not args.model.exists() else "is not a target-model artefact (no manifest.json)"
+        raise BlobStoreError(f"{args.model}: {what}; pass a directory under build/target-models/")
     with _admin_client(args) as client:
         try:
             if args.model:
@@ -202,7 +268,8 @@ def _push(args: argparse.Namespace) -> int:
                 status = client.activate(staged.bundle_id)
                 print(f"active: {status.active} (previous: {status.previous or 'none'})")
         except grpc.RpcError as exc:
-            print(f"arc-edge: {exc.code().name}: {exc.details()}", file=sys.stderr)
+            details = (exc.details() or "").replace("the pushed bundle", str(args.bundle))
+            print(f"arc-edge: {exc.code().name}: {details}", file=sys.stderr)
             return 2
     return 0
 
@@ -252,7 +319,8 @@ def _inspect(args: argparse.Namespace) -> int:
     keys = _trusted_keys(args.trust)
     bundle = read_bundle(args.bundle, trusted_keys=keys, allow_unsigned=not keys)
     print(json.dumps({
-        "bundle": f"{bundle.name}-{bundle.version}", "digest": bundle.digest, "signed": bundle.signed,
+        "bundle": f"{bundle.name}-{bundle.version}", "digest": bundle.digest,
+        "signed": bundle.signed if keys else "signature not checked (pass --trust KEY.pub)",
         "signature_checked_against_trusted_keys": bool(keys), "key_id": bundle.key_id,
         "created_at": bundle.manifest.get("created_at"), "entries": sorted(bundle.entries),
         "routing": {k: v for k, v in bundle.routing.items() if k != "calibration"},
@@ -271,7 +339,16 @@ def _run_compiled(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"arc-edge: --params is not JSON: {exc}", file=sys.stderr)
         return 2
-    execution = module.run(entry_from_dict(module.meta).validate(raw))
+    target_lm = None
+    if args.model is not None:
+        from edge_runtime.errors import TargetModelError
+        from edge_runtime.lm_engine import LMEngine
+        from edge_runtime.onnx_target_lm import OnnxTargetLM
+
+        if not (args.model / "manifest.json").is_file():
+            raise TargetModelError(f"{args.model}: not a target-model artefact (no manifest.json); pass a directory under build/target-models/")
+        target_lm = OnnxTargetLM(LMEngine(args.model))
+    execution = module.run(entry_from_dict(module.meta).validate(raw), target_lm=target_lm)
     for i, step in enumerate(execution.narration, 1):
         print(f"{i}. {step.text}")
     print(json.dumps(execution.result))

@@ -217,7 +217,7 @@ class Extractor:
         accepted = 0
         draft_ids: list[int] = []
         if draft is None and self.on_disagreement == "miss":
-            raise ExtractionError("extraction_failed", "the aligner found no draft for the model to verify")
+            raise ExtractionError("extraction_failed", "the values could not be read from the question's wording (a value may lie outside what this entry handles)")
         if draft is not None:
             draft_ids = machine.draft_tokens([draft[p.name] for p in entry.params])
             # Only a decoding continuation needs the new KV state; agree-or-miss reads hidden states alone.

@@ -77,7 +77,7 @@ class Param:
             raise ParameterValidationError(self.name, "missing")
         coerced = _coerce_param(value, self.type)
         if coerced is None:
-            raise ParameterValidationError(self.name, f"expected {self.type_name}, got {value!r}")
+            raise ParameterValidationError(self.name, f"{_as_stated(value)}: expected {_KIND_WORDS[self.type]}")
         if self.choices is not None and coerced not in self.choices:
             raise ParameterValidationError(self.name, f"{coerced!r} is not one of {list(self.choices)!r}")
         if self.minimum is not None:
@@ -192,6 +192,21 @@ class EntryPoint:
     def payload(self, values: dict[str, Any]) -> dict[str, Any]:
         """The root function's payload: parameter values keyed by their descriptions."""
         return {p.description: values[p.name] for p in self.params}
+
+
+#: What each parameter type is called in a MISS reason a user reads ("30.5: expected a whole number").
+_KIND_WORDS: dict[type, str] = {int: "a whole number", float: "a number", str: "a word or phrase", bool: "yes or no",
+                                Fraction: "a number or fraction"}
+
+
+def _as_stated(value: Any) -> str:
+    """A refused value as a question would state it: Fraction(61, 2) is 30.5, not its repr."""
+    if isinstance(value, Fraction):
+        decimal = format_value(float(value))
+        return decimal if len(decimal) <= 8 else f"{value.numerator}/{value.denominator}"
+    if isinstance(value, str):
+        return repr(value)
+    return format_value(value)
 
 
 def format_value(value: Any) -> str:

@@ -341,7 +341,9 @@ def serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
     done.wait()
+    log.info("arc-edge shutting down (bundle: %s)", edge.runtime.active_id or "none")
     edge.stop()
+    log.info("arc-edge stopped")
 
 
 def default_data_dir() -> Path:

@@ -34,6 +34,7 @@ _REASONS = {
     "resource_exhausted": pb.RESOURCE_EXHAUSTED,
     "reasoning_changed": pb.REASONING_CHANGED,
     "answer_out_of_domain": pb.ANSWER_OUT_OF_DOMAIN,
+    "unknown_entry": pb.UNKNOWN_ENTRY,
 }
 
 

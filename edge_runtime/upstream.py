@@ -47,7 +47,7 @@ class AnthropicUpstream:
             raise UpstreamConfigError("the upstream fallback needs the anthropic SDK: pip install anthropic") from exc
         key = os.environ.get(config.api_key_env)
         if not key:
-            raise UpstreamConfigError(f"the upstream fallback needs an API key in ${config.api_key_env}")
+            raise UpstreamConfigError(f"the upstream fallback needs an API key in ${config.api_key_env}; set it, or drop --upstream-model")
         self.config = config
         self._errors = (anthropic.APIError,)
         self.client = anthropic.Anthropic(

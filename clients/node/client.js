@@ -190,7 +190,9 @@ async function main(argv) {
   const edge = connect(address, { deadlineMs });
   try {
     const reply = await edge.invoke(query);
-    process.stdout.write(`${JSON.stringify(decodeResponse(reply), null, 2)}\n`);
+    // The CLI prints values, not JSON text: answer_json decoded like parameters_json and result_json.
+    const decoded = { ...decodeResponse(reply), answer_json: parseJsonField(reply.answer_json, null) };
+    process.stdout.write(`${JSON.stringify(decoded, null, 2)}\n`);
     return 0;
   } catch (err) {
     if (typeof err.code === 'number') {

@@ -116,6 +116,17 @@ def test_second_build_reuses_the_cached_artefact(tiny_base, tiny_dir, tiny_fp32)
     assert (tiny_fp32 / "model.onnx").stat().st_mtime_ns == stamp
 
 
+@pytest.mark.parametrize("recipe", ["fp32", "int8-smooth"])
+def test_re_exporting_the_same_model_gives_the_same_bytes(tiny_base, tiny_dir, artefacts, recipe):
+    """A rebuilt artefact keeps every blob hash, so bundles made against the first build still load."""
+    before = {p.name: sha256_of(p) for p in artefacts[recipe].iterdir() if p.is_file()}
+    again = build_target_model(source=tiny_dir, cache_dir=tiny_base / "target-models", recipe=recipe,
+                               progress=lambda _: None, force=True)
+    after = {p.name: sha256_of(p) for p in again.iterdir() if p.is_file()}
+    assert again == artefacts[recipe]
+    assert after == before
+
+
 def test_different_recipe_gives_a_different_directory(artefacts):
     folders = set(artefacts.values())
     assert len(folders) == len(artefacts)

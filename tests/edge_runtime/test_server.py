@@ -325,3 +325,12 @@ def test_hostile_entries_are_contained_by_the_worker_pool(tmp_path, built):
         assert workers["workers_replaced"] >= 2
     finally:
         edge.stop(0)
+
+
+def test_a_bogus_entry_id_is_unknown_entry_not_an_empty_bundle(server, built):
+    """NO_ENTRY means the bundle is empty; an entry_id the bundle lacks gets its own reason, naming the id."""
+    with client_for(server) as client:
+        activate(client, built["v1"])
+        reply = client.invoke("What is the pressure of 3 mol of gas?", entry_id="no-such-entry")
+    assert reply.outcome == pb.MISS and reply.miss_reason == pb.UNKNOWN_ENTRY
+    assert "'no-such-entry'" in reply.miss_detail
