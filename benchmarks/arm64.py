@@ -131,7 +131,7 @@ def wait_ready(address: str, question: str, deadline_s: float) -> None:
 
 def serve_args(data: str, trust: str, bundle: str, model: str, port: int) -> list[str]:
     return ["serve", "--data-dir", data, "--trust", trust, "--bundle", bundle, "--model", model,
-            "--port", str(port), "--entry-timeout", "60"]
+            "--port", str(port), "--entry-timeout", "600", "--lm-call-seconds", "300"]
 
 
 def start_native(tmp: Path, pub: Path, bundle: Path, model: Path) -> tuple[subprocess.Popen, str]:
