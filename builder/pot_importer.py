@@ -61,12 +61,13 @@ import os
 import random
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from builder.confined_pool import MalformedReply, WorkerLost, confined_map, rebuild_dataclass
 from builder.time_limit import time_limit
 from builder.gsm8k import (
     Mention,
@@ -85,6 +86,7 @@ from edge_runtime.metadata import Param, format_value
 from edge_runtime.values import parse_quantity
 from edge_runtime.sandbox import SAFE_BUILTINS
 from edge_runtime.validator import FORBIDDEN_MODULE_NAMES, FORBIDDEN_NAMES, validate_source
+from edge_runtime.worker_pool import _dumps_for_parent
 
 REASONS: tuple[str, ...] = (
     "no_match_in_gsm8k",
@@ -1894,9 +1896,17 @@ def _worker_init(options: ImportOptions, memory_limit: int | None) -> None:
     enter_sandbox(memory_limit or (3 << 30), workdir, 2000, forkserver=False, cut_network=True)
 
 
-def _worker_run(t: Transcript) -> ImportResult:
+def _worker_run(t: Transcript) -> bytes:
+    """Import one transcript in the confined worker; the result leaves it as plain data that the
+    parent reads with the restricted unpickler (builder/confined_pool.py), never as an object."""
     assert _WORKER is not None
-    return _safe_import(_WORKER, t)
+    result = _safe_import(_WORKER, t)
+    try:
+        return _dumps_for_parent(("result", asdict(result)))
+    except TypeError as exc:  # a value of a class the parent does not accept
+        failed = ImportResult(t.row, t.entry_id, False, reason="runtime_error",
+                              detail=f"importer: the result cannot leave the worker: {exc}")
+        return _dumps_for_parent(("result", asdict(failed)))
 
 
 def _safe_import(importer: Importer, t: Transcript) -> ImportResult:
@@ -2057,16 +2067,33 @@ def run_import(
 
 
 def _results(todo: list[Transcript], options: ImportOptions, workers: int) -> Iterator[ImportResult]:
-    if workers <= 1 or len(todo) < 8:
-        importer = Importer(options)
-        for t in todo:
-            yield _safe_import(importer, t)
-        return
-    import multiprocessing as mp
+    """Every transcript is imported behind ``_worker_init``'s walls, never in this process: one worker
+    (in order) for a few transcripts or ``--workers 1``, else ``workers``. Each reply is plain data,
+    read restrictedly and checked field by field before it becomes an :class:`ImportResult`."""
 
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    with ctx.Pool(workers, initializer=_worker_init, initargs=(options, 3 * 1024**3)) as pool:
-        yield from pool.imap_unordered(_worker_run, todo, chunksize=4)
+    def accept(reply: tuple) -> ImportResult:
+        if len(reply) != 2 or reply[0] != "result":
+            raise MalformedReply("an import reply is ('result', fields)")
+        return rebuild_dataclass(ImportResult, reply[1], {
+            "row": int, "id": (str, type(None)), "accepted": bool, "source": str,
+            "reason": (str, type(None)), "detail": str, "info": dict,
+        })
+
+    n = 1 if workers <= 1 or len(todo) < 8 else workers
+    for t, result in confined_map(todo, _worker_run, accept, workers=n, initializer=_worker_init,
+                                  initargs=(options, 3 * 1024**3)):
+        if not isinstance(result, WorkerLost) and (result.row, result.id) != (t.row, t.entry_id):
+            # the id names the file the entry is written to: only the parent's own id is used
+            result = WorkerLost("the worker answered for another transcript")
+        if not isinstance(result, WorkerLost) and result.accepted:
+            try:
+                validate_source(result.source, f"<imported {t.entry_id}>")
+            except UnsafeCodeError as exc:
+                result = WorkerLost(f"the worker accepted an unsafe entry: {exc}")
+        if isinstance(result, WorkerLost):
+            yield ImportResult(t.row, t.entry_id, False, reason="runtime_error", detail=f"importer: {result}")
+        else:
+            yield result
 
 
 def audit_entries(out: RegistryDir, reference: ReferenceIndex, workers: int = 1, prefix: str = "gsm8k") -> int:
