@@ -177,11 +177,44 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
             return None
         body.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value))
     body.append(ast.Return(value=ast.Name(id=steps[finals[-1]][0], ctx=ast.Load())))
+    body = _hoist_givens(body, question)
     func = ast.FunctionDef(name="solution", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
                                                                 defaults=[]), body=body, decorator_list=[], returns=None)
     module = ast.Module(body=[func], type_ignores=[])
     ast.fix_missing_locations(module)
     return ast.unparse(module)
+
+
+def _hoist_givens(body: list[ast.stmt], question: str) -> list[ast.stmt]:
+    """Name a number the solution writes more than once when exactly one mention of the question states it.
+
+    A worked solution repeats a given in every step that uses it ("3 * 20", "4 * 20", "20 + 60 + ..."),
+    where a program would name it once. Bound literal by literal, only one of the repeats would follow
+    the question's number on a variant and the solution would disagree with a right entry; named once
+    at the top, every step reads the same given. A value two mentions state stays literal (which one a
+    step means is not known)."""
+    mentions = scan_numbers(question) if question else []
+    written: dict[float, list[Any]] = {}  # value -> the literals that write it
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            written.setdefault(float(node.value), []).append(node.value)
+    names: dict[float, str] = {}
+    for value, literals in written.items():
+        stating = [m for m in mentions if any(is_close(v, value, 1e-9) for v, _ in m.literal_values())]
+        if len(literals) > 1 and len(stating) == 1:
+            names[value] = f"given_{len(names) + 1}"
+    if not names:
+        return body
+
+    class Name(ast.NodeTransformer):
+        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+            if isinstance(node.value, (int, float)) and not isinstance(node.value, bool) and float(node.value) in names:
+                return ast.copy_location(ast.Name(id=names[float(node.value)], ctx=ast.Load()), node)
+            return node
+
+    givens: list[ast.stmt] = [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
+                                         value=ast.Constant(written[value][0])) for value, name in names.items()]
+    return givens + [Name().visit(stmt) for stmt in body]
 
 
 class _Ambiguous(Exception):

@@ -169,3 +169,19 @@ def test_a_worked_solution_whose_number_could_be_a_result_or_a_given_is_not_used
              "Total 50+225=<<50+225=275>>275\n#### 275"
     assert worked_solution_program(answer, 275, question) is None
     assert worked_solution_program(answer, 275, "") is not None  # without the question nothing is ambiguous
+
+
+def test_a_given_that_a_worked_solution_repeats_is_one_parameter() -> None:
+    """Each step writes the given again ("3 * 20", "4 * 20", "20 + ..."): a variant must change all of them,
+    or the solution disagrees with a right entry and the importer freezes a parameter that was fine."""
+    from builder.independent import worked_solution_program
+    from builder.independent_check import bind
+    from builder.independent import IndependentProgram
+
+    question = ("Twenty kernels pop in the first minute, then three times that amount in the second. "
+                "In the third minute four times the first minute's number pop. How many pop in all?")
+    answer = ("Second: 3*20=<<3*20=60>>60. Third: 4*20=<<4*20=80>>80.\nAll: 20+60+80=<<20+60+80=160>>160\n#### 160")
+    code = worked_solution_program(answer, 160, question)
+    (bound,) = bind(question, 160, [IndependentProgram("reference_worked_solution", code)], 2.0)
+    twenty = next(q for q in bound.plan.params if q.original == 20)
+    assert bound.program.run(twenty.literal_values(10)) == 10 + 30 + 40  # every step follows the new given
