@@ -65,8 +65,12 @@ def pack_bundle(
     extra_files: Mapping[str, bytes] | None = None,
     routing: Mapping[str, Any] | None = None,
     target_model_dir: Path | None = None,
+    verification: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
     """Write ``out_dir/NAME-VERSION.arcb`` and return its path.
+
+    ``verification``: entry id -> its verification record (builder.verification), attested in the
+    signed manifest; an entry without one is listed as unverified.
 
     ``private_key_path=None`` (explicitly) writes an unsigned bundle with an all-zero signature,
     which devices load only with ``allow_unsigned=True``; it exists for development.
@@ -87,7 +91,9 @@ def pack_bundle(
         except UnsafeCodeError as exc:
             raise BundleError(f"compiled module of entry {entry_id!r} fails the safety validator: {exc}") from exc
         payload[path] = item.source.encode("utf-8")
-        entries.append({**entry_to_dict(item.entry), "module": path, "module_sha256": item.sha256})
+        record = dict((verification or {}).get(entry_id) or {"status": "unverified", "detail": "no verification record"})
+        entries.append({**entry_to_dict(item.entry), "module": path, "module_sha256": item.sha256,
+                        "verification": record})
     for path, content in (extra_files or {}).items():
         check_payload_path(path, "extra file")
         if path.startswith(MODULES_DIR):

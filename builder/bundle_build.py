@@ -10,6 +10,9 @@ from typing import Callable
 from builder.bundle import pack_bundle
 from builder.confined_build import compile_confined, read_sources
 from builder.negatives import GENERAL_NEGATIVES
+from builder.verification import Verification
+from edge_runtime.errors import BundleError
+from edge_runtime.verification import VerificationStatus
 from edge_runtime.bundle_routing import routing_files
 from edge_runtime.metadata import EntryPoint, Param
 from edge_runtime.router import Router, calibrate
@@ -25,6 +28,8 @@ class BundleBuild:
     entries: int
     threshold: float
     calibration: dict
+    verified: int = 0  # entries packed that an independent solution verified
+    unverified_left_out: int = 0  # entries the policy did not pack
 
 
 def sample_values(entry: EntryPoint, rng: random.Random) -> dict:
@@ -69,7 +74,10 @@ def build_bundle(
     max_false_hit_rate: float = 0.01,
     progress: Callable[[str], None] = print,
     seed: int = 0,
+    include_unverified: bool = True,
 ) -> BundleBuild:
+    """``include_unverified=False`` packs only entries whose verification record (``_meta/<id>.json``
+    beside the sources, written by the importer) says an independent solution agreed with them."""
     rng = random.Random(seed)
     progress(f"registering and compiling the entry sources of {sources} in a confined process")
     confined = compile_confined(read_sources(sources))
@@ -78,6 +86,16 @@ def build_bundle(
         progress(f"{len(confined.near_duplicates)} near-duplicate function pair(s) kept for review, e.g. {a} ~ {b} ({score:.3f})")
     compiled = confined.compiled
     progress(f"compiled {len(compiled)} entries behind {', '.join(k for k, v in confined.walls.items() if v is True)}")
+    verification = {c.entry.id: Verification.read_sidecar(sources, c.entry.id) for c in compiled}
+    verified = [c for c in compiled if verification[c.entry.id].status is VerificationStatus.VERIFIED]
+    left_out = 0 if include_unverified else len(compiled) - len(verified)
+    progress(f"{len(verified)} of {len(compiled)} entries verified by an independent solution; "
+             + (f"{len(compiled) - len(verified)} unverified packed (marked in the manifest)" if include_unverified
+                else f"{left_out} unverified left out"))
+    if not include_unverified:
+        compiled = verified
+        if not compiled:
+            raise BundleError("no entry is verified: nothing to pack (--include-unverified packs them anyway)")
     embedder = StaticEmbedder.load(embedder_dir, mmap=False)
     entries = [c.entry for c in compiled]
     router = Router([(e.id, routing_texts(e, rng)) for e in entries], embedder)
@@ -95,6 +113,7 @@ def build_bundle(
     path = pack_bundle(
         out_dir, name=name, version=version, compiled=compiled, private_key_path=private_key,
         extra_files=routing_files(embedder, router), routing=routing, target_model_dir=target_model_dir,
+        verification={entry_id: v.to_dict() for entry_id, v in verification.items()},
     )
     progress(f"wrote {path}")
-    return BundleBuild(path, len(compiled), threshold, calibration)
+    return BundleBuild(path, len(compiled), threshold, calibration, len(verified), left_out)

@@ -68,6 +68,9 @@ def _main(argv: list[str] | None) -> int:
     comp_reg.add_argument("--version", default="1")
     comp_reg.add_argument("--key", type=Path, default=None)
     comp_reg.add_argument("--no-target-model", action="store_true")
+    comp_reg.add_argument("--include-unverified", action=argparse.BooleanOptionalAction, default=True,
+                          help="also pack entries no independent solution verified (marked in the manifest and in "
+                               "every answer); --no-include-unverified packs verified entries only")
     keys = sub.add_parser("keys", formatter_class=fmt, help="make an Ed25519 signing key pair")
     keys.add_argument("--out", type=Path, default=None, help="directory (default: the default key directory)")
     bundle = sub.add_parser("bundle", formatter_class=fmt, help="compile entry sources into a signed bundle with its routing index")
@@ -78,6 +81,9 @@ def _main(argv: list[str] | None) -> int:
     bundle.add_argument("--key", type=Path, default=None, help="private key (default: the default key, created on first use)")
     bundle.add_argument("--target-model", type=Path, default=None, help="artefact dir (default: build the SmolLM2 int8 artefact)")
     bundle.add_argument("--no-target-model", action="store_true", help="template fast path only")
+    bundle.add_argument("--include-unverified", action=argparse.BooleanOptionalAction, default=True,
+                        help="also pack entries no independent solution verified (their status is in the manifest "
+                             "and in every answer); --no-include-unverified packs verified entries only")
     pot = sub.add_parser("import-pot", formatter_class=fmt, help="turn Program-of-Thought transcripts into verified entry sources (offline)")
     pot.add_argument("file", type=Path, help="JSONL of transcripts (`code` with def solution(), e.g. pal_gsmhard_v2.jsonl)")
     pot.add_argument("--reference", type=Path, required=True, help="JSONL of questions with answers ending '#### N'")
@@ -85,6 +91,13 @@ def _main(argv: list[str] | None) -> int:
     pot.add_argument("--json", action="store_true", help="print one JSON summary object on stdout")
     pot.add_argument("--limit", type=int, default=None, help="only the first N transcripts")
     pot.add_argument("--workers", type=int, default=None, help="worker processes (default: up to 2)")
+    pot.add_argument("--independent", type=Path, action="append", default=[], metavar="JSONL",
+                     help="independently written programs for the same questions ({question, program, executed}; "
+                          "repeatable): an entry is verified only where it agrees with one on rendered variants; "
+                          "with neither these nor --reference-solutions, every entry is unverified")
+    pot.add_argument("--reference-solutions", action=argparse.BooleanOptionalAction, default=True,
+                     help="also verify against the reference's own worked solution, where its calculator "
+                          "annotations (<<16-3-4=9>>) reach the gold answer")
     ent = sub.add_parser("entries", formatter_class=fmt, help="build cache entries from source-model transcripts (LLM builder: S, B, 2 judges)")
     ent.add_argument("transcripts", type=Path, help="JSONL rows {question, transcript, answer}")
     ent.add_argument("--registry", type=Path, required=True, help="registry directory (entry modules, build_index.jsonl)")
@@ -142,7 +155,7 @@ def _main(argv: list[str] | None) -> int:
             name, _, version = args.out.stem.rpartition("-")
         path = make_bundle(
             _entry_sources(sources), out_dir, name=name, version=version, key=args.key,
-            target_model=None if args.no_target_model else "default",
+            target_model=None if args.no_target_model else "default", include_unverified=args.include_unverified,
         )
         print(path)
         return 0
@@ -163,6 +176,7 @@ def _main(argv: list[str] | None) -> int:
             path = make_bundle(
                 _entry_sources(args.sources), args.out, name=args.name, version=args.version, key=args.key,
                 target_model=None if args.no_target_model else (args.target_model or "default"),
+                include_unverified=args.include_unverified,
             )
         except ArcError as exc:
             print(f"arc-build: {exc}", file=sys.stderr)

@@ -64,6 +64,7 @@ class Validation:
     total: int
     failures: tuple[str, ...] = ()  # short summaries, fed back to the generator on a retry
     fatal: str | None = None  # a reason that no retry can fix (e.g. wrong on the original question)
+    reason: str = "round_trip_failed"  # why a failing validation failed, when it is not fatal
 
     @property
     def pass_rate(self) -> float:
@@ -160,7 +161,7 @@ class PotGroup(Generic[T, C]):
                 outcome = BuildOutcome(candidate, attempts)
                 self.outcomes.append(outcome)
                 return outcome
-            reason = result.fatal or "round_trip_failed"
+            reason = result.fatal or result.reason
             detail = "; ".join(result.failures[:3]) or f"pass rate {result.pass_rate:.2f} < {self.policy.alpha}"
             outcome = BuildOutcome(None, attempts, reason, detail)
             if result.fatal is not None:

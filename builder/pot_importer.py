@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -79,6 +80,7 @@ from builder.gsm8k import (
     scan_numbers,
     words_after,
 )
+from builder.independent import IndependentProgram, load_independent, load_worked_solutions
 from builder.pot_groups import GenerationFailed, GroupPolicy, PotGroup, Validation
 from edge_runtime.embedder import Embedder
 from edge_runtime.errors import ArcError, CompileError, DefinitionError, ExtractionError, UnsafeCodeError
@@ -96,6 +98,7 @@ REASONS: tuple[str, ...] = (
     "template_mismatch",
     "wrong_on_original",
     "round_trip_failed",
+    "independent_disagreement",
     "runtime_error",
 )
 """The fixed vocabulary of rejection reasons."""
@@ -145,6 +148,9 @@ class Transcript:
     variant: str = ""  # GSM-Hard question (one number replaced), when the file has one
     join: str = "exact"
     id_prefix: str = "gsm8k"
+    #: Programs written by someone else for the same question (builder.independent): the entry is
+    #: verified only where it agrees with one of them on rendered variants.
+    independent: tuple[IndependentProgram, ...] = ()
 
     @property
     def entry_id(self) -> str:
@@ -709,7 +715,7 @@ def _hyphenated_measure(question: str, mention: Mention) -> bool:
 
 def plan_parameters(
     question: str, program: PalProgram, variant: str = "", docstring: str = "", frozen: Sequence[str] = (),
-    free_numbers: bool = True, structural_words: bool = True,
+    free_numbers: bool = True, structural_words: bool = True, freeze_derived: bool = True,
 ) -> Plan:
     """Map the program's literals to the question's mentions.
 
@@ -722,7 +728,9 @@ def plan_parameters(
        mention another literal already took shares that parameter ("70 corn chips each").
     3. Mentions written as words that cannot be rendered as digits ("half", "twice") stay constants;
        a parameter that a constant not stated in the question was computed from is frozen too (the
-       program precomputed something from it, so it cannot vary).
+       program precomputed something from it, so it cannot vary) — unless ``freeze_derived`` is
+       False: an independent program that checks an entry reads every number it can (a stale
+       constant there makes it disagree, which only costs the entry a parameter).
     """
     mentions = scan_numbers(question)
     restored: dict[int, Any] = {}
@@ -849,7 +857,7 @@ def plan_parameters(
         params.remove(plan)
         constants.append(f"{plan.mention.text!r} (read both as a number and as its reciprocal: kept constant)")
     _name_params(params, program, question, _all_names(program.func))
-    derived = _derived_from(program, params, restored, mentions, set(assigned))
+    derived = _derived_from(program, params, restored, mentions, set(assigned)) if freeze_derived else {}
     frozen_all = set(frozen) | set(derived)
     kept = [p for p in params if p.name not in frozen_all]
     for p in params:
@@ -1516,11 +1524,14 @@ class Candidate:
     source: str
     entry: Any = None
     compiled: Any = None
+    verification: Any = None  # builder.verification.Verification, once validated
 
 
 @dataclass
 class ImportOptions:
     round_trips: int = 5
+    #: Rendered variants an entry must agree on with an independent program to be verified.
+    independent_variants: int = 8
     alpha: float = 0.8
     max_retries: int = 2
     timeout: float = 1.0
@@ -1682,6 +1693,7 @@ class Importer:
 
         self.extractor = Extractor(None)
         self.embedder = ExactEmbedder()
+        import builder.independent_check  # noqa: F401 - loaded now: a confined worker cannot open files later
 
     # -- group callbacks ------------------------------------------------------------------
     def generate(self, transcripts: Sequence[Transcript], reflections: Sequence[str]) -> Candidate:
@@ -1762,7 +1774,27 @@ class Importer:
         if not _answer_ok(answer, t.gold):
             raise Rejected("wrong_on_original", f"compiled entry answers {answer!r}, gold {t.gold!r}")
         # (4) round trips against the original program (differential oracle)
-        return self._round_trips(c, entry, loaded)
+        validation = self._round_trips(c, entry, loaded)
+        if validation.fatal is not None or not validation.total or validation.pass_rate < self.options.alpha:
+            return validation
+        # (5) agreement with an independent program on rendered variants
+        return self._independent(c, loaded) or validation
+
+    def _independent(self, c: Candidate, loaded: Any) -> Validation | None:
+        """None when the entry agrees with an independent program (or none can check it): c.verification says which."""
+        from builder.independent_check import Disagreement, bind, check
+
+        t = c.transcript
+        bound = bind(t.question, t.gold, t.independent, self.options.timeout)
+        rng = random.Random(f"{self.options.seed}:{t.entry_id}:independent")
+        found = check(c.plan, bound, lambda values: self._run_compiled(loaded, values),
+                      variants=self.options.independent_variants, rng=rng)
+        if isinstance(found, Disagreement):
+            if not found.blamed:
+                return Validation(0, 1, (found.example,), fatal="independent_disagreement")
+            return Validation(0, 1, found.failures, reason="independent_disagreement")
+        c.verification = found
+        return None
 
     def _run_compiled(self, loaded: Any, values: dict[str, Any]) -> Any:
         try:
@@ -1847,6 +1879,7 @@ class Importer:
                     "unexplained_constants": c.plan.unexplained, "unused_question_numbers": c.plan.unused_mentions,
                     "round_trip": f"{last.passed}/{last.total}" if last else "",
                     "compiled_sha256": c.compiled.sha256 if c.compiled is not None else "",
+                    "verification": c.verification.to_dict() if c.verification is not None else None,
                 },
             )
         return ImportResult(
@@ -1963,6 +1996,18 @@ class RegistryDir:
         }, ensure_ascii=False) + "\n")
         handle.flush()
 
+    def verified_count(self, ids: set[str]) -> int:
+        """How many of ``ids`` an independent program verified (their _meta records say so)."""
+        count = 0
+        for entry_id in ids:
+            path = self.entries / "_meta" / f"{entry_id}.json"
+            try:
+                record = json.loads(path.read_text(encoding="utf-8")).get("verification") or {}
+            except (OSError, json.JSONDecodeError):
+                continue
+            count += record.get("status") == "verified"
+        return count
+
     def write_index(self, meta: dict[str, Any]) -> None:
         accepted = sorted(self.accepted_ids())
         entries = {}
@@ -1993,8 +2038,15 @@ def run_import(
     options: ImportOptions | None = None,
     progress: bool = False,
     audit: bool = True,
+    independent: Sequence[str | Path] = (),
+    reference_solutions: bool = True,
 ) -> dict[str, Any]:
-    """Import every transcript of ``file`` into ``registry_dir``; resumable; returns the summary."""
+    """Import every transcript of ``file`` into ``registry_dir``; resumable; returns the summary.
+
+    An entry is verified only where an independent solution agrees with it on rendered variants:
+    ``independent`` files of programs written by someone else for the same reference questions
+    (:func:`builder.independent.load_independent`) and, with ``reference_solutions``, the
+    reference's own worked solution where its calculator annotations reach the gold answer."""
     started = time.perf_counter()
     options = options or ImportOptions()
     rows = read_jsonl(file)
@@ -2006,6 +2058,13 @@ def run_import(
     rejected_before = out.rejected()
     prefix = id_prefix_for(reference)
     joined = join_transcripts(rows, ref, prefix)
+    by_row: dict[int, tuple[IndependentProgram, ...]] = {}
+    for found in ((load_worked_solutions(reference, ref),) if reference_solutions else ()) + (
+            (load_independent(independent, ref),) if independent else ()):
+        for row, programs in found.items():
+            by_row[row] = by_row.get(row, ()) + programs
+    joined = [dataclasses.replace(t, independent=by_row.get(t.ref_index, ())) if isinstance(t, Transcript) else t
+              for t in joined]
     todo: list[Transcript] = []
     decided_now: list[ImportResult] = []
     with open(out.rejections, "a", encoding="utf-8") as handle:
@@ -2044,7 +2103,8 @@ def run_import(
         finally:
             if bar is not None:
                 bar.stop()
-    meta = {"source": str(file), "reference": str(reference), "options": options.__dict__}
+    meta = {"source": str(file), "reference": str(reference), "options": options.__dict__,
+            "independent": [str(p) for p in independent], "reference_solutions": reference_solutions}
     out.write_index(meta)
     considered_ids = {t.entry_id for t in joined if isinstance(t, Transcript)}
     accepted_ids = out.accepted_ids() & considered_ids
@@ -2058,6 +2118,7 @@ def run_import(
     summary = {
         "total": len(rows),
         "accepted": len(accepted_ids),
+        "verified": out.verified_count(accepted_ids),
         "rejected_by_reason": by_reason,
         "wrong_on_original": wrong if wrong is not None else 0,
         "seconds": round(time.perf_counter() - started, 2),
@@ -2147,6 +2208,8 @@ def summary_table(summary: dict[str, Any]) -> Any:
     table.add_column("share", justify="right")
     total = max(1, summary["total"])
     table.add_row("accepted", str(summary["accepted"]), f"{100 * summary['accepted'] / total:.1f}%")
+    table.add_row("  of them verified by an independent program", str(summary.get("verified", 0)),
+                  f"{100 * summary.get('verified', 0) / total:.1f}%")
     for reason, count in summary["rejected_by_reason"].items():
         table.add_row(reason, str(count), f"{100 * count / total:.1f}%")
     table.add_row("accepted but wrong on original (audit)", str(summary["wrong_on_original"]), "")
@@ -2166,10 +2229,12 @@ def cli_import_pot(args: Any) -> int:
     options = ImportOptions(number_words=getattr(args, "number_words", "parameter") or "parameter")
     summary = run_import(
         args.file, args.reference, args.registry, limit=args.limit, workers=getattr(args, "workers", None),
-        options=options, progress=True,
+        options=options, progress=True, independent=getattr(args, "independent", ()) or (),
+        reference_solutions=getattr(args, "reference_solutions", True),
     )
     console = Console(stderr=bool(args.json))
     console.print(summary_table(summary))
     if args.json:
-        print(json.dumps({k: summary[k] for k in ("total", "accepted", "rejected_by_reason", "wrong_on_original", "seconds")}))
+        print(json.dumps({k: summary[k] for k in ("total", "accepted", "verified", "rejected_by_reason", "wrong_on_original",
+                                                  "seconds")}))
     return 0

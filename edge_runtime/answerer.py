@@ -26,6 +26,7 @@ from edge_runtime.extractor import Extractor
 from edge_runtime.metadata import EntryPoint
 from edge_runtime.registry import Execution
 from edge_runtime.skeleton_index import SkeletonIndex
+from edge_runtime.verification import VerificationStatus
 
 #: Runs compiled entry code: (bundle digest, entry id, module source, values, timeout seconds) -> Execution.
 Executor = Callable[[str, str, str, dict[str, Any], float | None], Execution]
@@ -58,6 +59,8 @@ class Answer:
     narration: list[NarrationStep] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     path: str = ""
+    #: Of the entry that answered, as the bundle attests it (None on a miss).
+    verification: VerificationStatus | None = None
 
 
 def _number(value: Any) -> float | None:
@@ -106,6 +109,7 @@ class Answerer:
         skeleton_model_score: float = 0.5,
         model_attempts: int = 1,
         set_aside_disclaimers: bool = True,
+        verification: dict[str, VerificationStatus] | None = None,
     ) -> None:
         """``skeleton_min_score``: the least skeleton score at which an entry is tried on the fast paths
         (template, aligned: both strict, so this is permissive); ``skeleton_model_score``: the least at
@@ -118,6 +122,7 @@ class Answerer:
         self.version = version
         self.digest = digest
         self.entries = entries
+        self.verification = dict(verification or {})
         self.modules = modules
         self.router = router
         self.threshold = threshold
@@ -144,7 +149,18 @@ class Answerer:
     def bundle_id(self) -> str:
         return f"{self.name}-{self.version}"
 
+    def verification_of(self, entry_id: str) -> VerificationStatus:
+        """What the bundle attests for ``entry_id`` (unverified when it says nothing)."""
+        return self.verification.get(entry_id, VerificationStatus.UNVERIFIED)
+
     def answer(self, query: str, *, entry_id: str = "", timeout_s: float | None = None) -> Answer:
+        """IS1-IS4 for ``query``, with the answering entry's verification status on a hit."""
+        answer = self._answer_reading_aside(query, entry_id=entry_id, timeout_s=timeout_s)
+        if answer.hit:
+            answer.verification = self.verification_of(answer.entry_id)
+        return answer
+
+    def _answer_reading_aside(self, query: str, *, entry_id: str, timeout_s: float | None) -> Answer:
         """IS1-IS4 for ``query``. A miss is tried once more without the statements the question itself calls
         irrelevant ("..., which is irrelevant to her sales"), and only then: a template that contains such a
         phrase ("regardless of how many guests attend") still matches the question as written."""

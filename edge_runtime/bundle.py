@@ -16,7 +16,7 @@ import hashlib
 import os
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping
 
@@ -35,6 +35,7 @@ from edge_runtime.errors import (
 )
 from edge_runtime.metadata import EntryPoint, entry_from_dict
 from edge_runtime.validator import validate_source
+from edge_runtime.verification import VerificationStatus
 
 MAGIC = b"ARCB"
 FORMAT_VERSION = 1
@@ -66,6 +67,8 @@ class Bundle:
     key_id: str | None
     signed: bool
     digest: str
+    #: entry id -> what the builder attests: an independent solution agreed with the entry, or not.
+    verification: dict[str, VerificationStatus] = field(default_factory=dict)
 
 
 def key_id(public_key: bytes) -> str:
@@ -148,6 +151,8 @@ def read_bundle(
         routing=manifest["routing"],
         target_model=target,
         key_id=signer,
+        verification={e: VerificationStatus.from_record(item.get("verification")) for e, item in
+                      ((i.get("id"), i) for i in manifest["entries"]) if e in entries},
         signed=verified_by is not None,
         digest=hashlib.sha256(data).hexdigest(),
     )
@@ -353,7 +358,10 @@ def _check_entries(
             tree = validate_source(source, f"{where}:{path}")
         except UnsafeCodeError as exc:
             raise BundleError(f"{where}: module {path!r} of entry {entry_id!r} fails the safety validator: {exc}") from exc
-        meta = {k: v for k, v in item.items() if k not in ("module", "module_sha256")}
+        record = item.get("verification")
+        if record is not None and not (isinstance(record, dict) and isinstance(record.get("status"), str)):
+            raise BundleFormatError(f"{where}: entry {entry_id!r}: verification is not a record with a status")
+        meta = {k: v for k, v in item.items() if k not in ("module", "module_sha256", "verification")}
         if _module_entry(tree) != meta:
             raise BundleFormatError(f"{where}: entry {entry_id!r}: manifest metadata differs from {path!r}'s ENTRY")
         try:

@@ -233,7 +233,8 @@ def _invoke(args: argparse.Namespace) -> int:
         for i, text in enumerate(response["narration"], 1):
             print(f"{i}. {text}")
         print(f"answer: {response['answer'] if response['answer'] is not None else response['result']}")
-        print(f"[{response['entry_id']} via {response['serving_path']}, {response['timings_ms']['total']:.1f} ms]")
+        print(f"[{response['entry_id']} ({response['verification']}) via {response['serving_path']}, "
+              f"{response['timings_ms']['total']:.1f} ms]")
     else:
         print(f"MISS ({response['miss_reason']}): {response['miss_detail']}")
         upstream = response["upstream"]

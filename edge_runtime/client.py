@@ -127,6 +127,9 @@ class EdgeClient:
         return self.stub.GetStats(pb.GetStatsRequest(), timeout=self.timeout_s)
 
 
+_VERIFICATION_NAMES = {pb.ENTRY_VERIFIED: "verified", pb.ENTRY_UNVERIFIED: "unverified"}
+
+
 def decode(response: pb.InvokeResponse) -> dict[str, Any]:
     """An InvokeResponse as plain data (JSON fields parsed)."""
     return {
@@ -140,6 +143,7 @@ def decode(response: pb.InvokeResponse) -> dict[str, Any]:
         "answer": json.loads(response.answer_json) if response.answer_json else None,
         "narration": [step.text for step in response.narration],
         "serving_path": response.serving_path,
+        "verification": _VERIFICATION_NAMES.get(response.verification, ""),
         "timings_ms": {
             "is1": response.timings.is1_ms, "is2": response.timings.is2_ms, "is3": response.timings.is3_ms,
             "is4": response.timings.is4_ms, "total": response.timings.total_ms,

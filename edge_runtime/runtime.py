@@ -275,7 +275,7 @@ class EdgeRuntime:
             name=bundle.name, version=bundle.version, digest=bundle.digest, entries=bundle.entries,
             modules=bundle.modules, router=router, threshold=threshold, extractor=extractor,
             executor=self._executor(engine, bundle.manifest.get("lm_limits")), top_k=self.options.top_k, guard=guard,
-            set_aside_disclaimers=self.options.set_aside_disclaimers,
+            set_aside_disclaimers=self.options.set_aside_disclaimers, verification=bundle.verification,
         )
 
     def _engine_for(self, bundle: Bundle) -> LMEngine | None:

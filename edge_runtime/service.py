@@ -23,6 +23,7 @@ from edge_runtime.errors import (
 )
 from edge_runtime.proto import edge_pb2 as pb
 from edge_runtime.runtime import EdgeRuntime, RuntimeStateError
+from edge_runtime.verification import VerificationStatus
 
 _REASONS = {
     "no_entry": pb.NO_ENTRY,
@@ -81,7 +82,11 @@ def to_response(answerer: Answerer, answer: Answer) -> pb.InvokeResponse:
         serving_path=answer.path,
         bundle_name=answerer.name,
         bundle_version=answerer.version,
+        verification=_VERIFICATION[answer.verification] if answer.verification is not None else pb.VERIFICATION_UNSPECIFIED,
     )
+
+
+_VERIFICATION = {VerificationStatus.VERIFIED: pb.ENTRY_VERIFIED, VerificationStatus.UNVERIFIED: pb.ENTRY_UNVERIFIED}
 
 
 class EdgeCacheServicer:
@@ -164,7 +169,9 @@ class EdgeCacheServicer:
     def ListEntries(self, request: Any, context: grpc.ServicerContext) -> pb.ListEntriesResponse:  # noqa: N802
         answerer = self._current(context)
         return pb.ListEntriesResponse(
-            entries=[pb.EntrySummary(id=e.id, description=e.description, template=e.template) for e in answerer.entries.values()],
+            entries=[pb.EntrySummary(id=e.id, description=e.description, template=e.template,
+                                     verification=_VERIFICATION[answerer.verification_of(e.id)])
+                     for e in answerer.entries.values()],
             bundle_name=answerer.name,
             bundle_version=answerer.version,
         )

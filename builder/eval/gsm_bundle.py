@@ -33,6 +33,8 @@ from builder.eval.querysets import gsm8k_entry_id
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 GSM8K_TEST = DATA / "gsm8k" / "gsm8k_test.jsonl"
 PAL_GSMHARD = DATA / "gsm8k" / "pal_gsmhard_v2.jsonl"
+#: Independently written programs for the same questions: an entry is verified only where one agrees.
+INDEPENDENT = (DATA / "gsm8k" / "pot_codex_fewshot.jsonl", DATA / "gsm8k" / "pot_codex_zeroshot.jsonl")
 DEV_SETS = (DATA / "gsm_symbolic_dev.jsonl", DATA / "gsm_plus_dev.jsonl")
 EVAL_DIR = Path("build/eval")
 
@@ -96,7 +98,7 @@ def ensure_registry(registry: Path, *, workers: int | None = None) -> Path:
     if not accepted_entries(registry):
         from builder.pot_importer import run_import
 
-        run_import(PAL_GSMHARD, GSM8K_TEST, registry, workers=workers, progress=True)
+        run_import(PAL_GSMHARD, GSM8K_TEST, registry, workers=workers, progress=True, independent=INDEPENDENT)
     return registry
 
 
@@ -110,6 +112,11 @@ def eval_key(directory: Path = EVAL_DIR / "keys") -> Path:
     return private
 
 
+def bundle_version(split: Split, with_model: bool, include_unverified: bool) -> str:
+    """Semantic versioning (a device refuses anything else) whose pre-release part names the content."""
+    return f"1.0.0-{split.digest}" + ("" if with_model else "-nomodel") + ("-all" if include_unverified else "")
+
+
 def build_eval_bundle(
     registry: Path,
     split: Split,
@@ -119,19 +126,26 @@ def build_eval_bundle(
     target_model: str | Path | None = "default",
     name: str = "gsm8k-eval",
     reuse: bool = True,
+    include_unverified: bool = False,
 ) -> Path:
-    """Copy the chosen entry sources into a temporary sources dir and pack them with make_bundle."""
+    """Copy the chosen entry sources (and their verification records) into a temporary sources dir and
+    pack them with make_bundle; by default only the entries an independent solution verified."""
     from builder.pipeline import make_bundle
 
-    version = split.digest + ("" if target_model else "-nomodel")
+    version = bundle_version(split, target_model is not None, include_unverified)
     path = Path(out_dir) / f"{name}-{version}.arcb"
     if reuse and path.exists():
         return path
     with tempfile.TemporaryDirectory(prefix="arc-eval-sources-") as tmp:
         sources = Path(tmp)
+        (sources / "_meta").mkdir()
         for entry_id in split.bundle_ids:
             shutil.copy2(Path(registry) / "entries" / f"{entry_id}.py", sources / f"{entry_id}.py")
-        return make_bundle(sources, Path(out_dir), name=name, version=version, key=key, target_model=target_model)
+            meta = Path(registry) / "entries" / "_meta" / f"{entry_id}.json"
+            if meta.exists():
+                shutil.copy2(meta, sources / "_meta" / meta.name)
+        return make_bundle(sources, Path(out_dir), name=name, version=version, key=key, target_model=target_model,
+                           include_unverified=include_unverified)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--others", type=int, default=None, help="entries beyond the dev sets' (default: all not held out)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-target-model", action="store_true")
+    parser.add_argument("--include-unverified", action="store_true",
+                        help="also pack the entries no independent program verified (default: verified entries only)")
     parser.add_argument("--split", type=Path, default=None,
                         help="reuse a saved split.json (so a changed importer is compared on the same held-out entries)")
     args = parser.parse_args(argv)
@@ -158,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         split = choose_split(accepted, dev_entry_ids(), unrelated=args.unrelated, others=args.others, seed=args.seed)
     split.save(args.out / "split.json")
     bundle = build_eval_bundle(args.registry, split, args.out / "bundles", key=eval_key(args.out / "keys"),
-                               target_model=None if args.no_target_model else "default")
+                               target_model=None if args.no_target_model else "default",
+                               include_unverified=args.include_unverified)
     sets = write_sets(args.out / "sets", split, args.registry)
     print(json.dumps({"bundle": str(bundle), "entries": len(split.bundle_ids), "unrelated": len(split.unrelated_ids),
                       "sets": {k: str(v) for k, v in sets.items()}}, indent=1))

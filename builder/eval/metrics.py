@@ -11,6 +11,7 @@ Definitions (docs/benchmarks.md):
 - ``missed``: should-serve rows not served;
 - ``changed_served``: reasoning-changed rows served (any answer: the cached reasoning does not apply);
 - ``unrelated_served``: unrelated rows served (false hits);
+- ``by_verification``: the same served counts split by the serving entry's verification status;
 - ``coverage``: should-serve rows whose entry is in the bundle (rows naming no entry count as covered);
 - rates divide by the row count of their group (``should_serve``, ``changed``, ``unrelated``).
 """
@@ -69,11 +70,30 @@ def summarise(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
             "changed_served": _rate(changed_served, len(changed)),
             "unrelated_served": _rate(unrelated_served, len(unrelated)),
         },
+        "by_verification": _by_verification(should, changed, unrelated),
         "miss_reasons": dict(Counter(r["miss_reason"] for r in rows if not r["served"]).most_common()),
         "served_by_path": dict(Counter(r["path"] for r in rows if r["served"]).most_common()),
         "latency_ms": {**percentiles([float(r["latency_ms"]) for r in rows]),
                        "by_path": {path: percentiles(v) for path, v in sorted(by_path.items())}},
     }
+
+
+def _by_verification(should: list[dict[str, Any]], changed: list[dict[str, Any]], unrelated: list[dict[str, Any]]
+                     ) -> dict[str, dict[str, int]]:
+    """Served right / wrong (and changed / unrelated served) split by the serving entry's verification
+    status, as the answers report it (systems without one are counted under "")."""
+    out: dict[str, dict[str, int]] = {}
+    for group, rows in (("should", should), ("changed", changed), ("unrelated", unrelated)):
+        for r in rows:
+            if not r["served"]:
+                continue
+            status = out.setdefault(r.get("verification", ""), {"served_right": 0, "served_wrong": 0, "changed_served": 0,
+                                                               "unrelated_served": 0})
+            if group == "should":
+                status["served_right" if r["correct"] else "served_wrong"] += 1
+            else:
+                status[f"{group}_served"] += 1
+    return dict(sorted(out.items()))
 
 
 def summarise_by_kind(records: Iterable[dict[str, Any]]) -> dict[str, Any]:

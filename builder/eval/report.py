@@ -61,6 +61,17 @@ def _set_table(name: str, data: dict[str, Any]) -> list[str]:
                     f"| {kind} | {system} | {k['queries']} | {_pct(k['served_right'], k['should_serve'])} | "
                     f"{_pct(k['served_wrong'], k['should_serve'])} | {_pct(k['changed_served'], k['changed'])} |")
         lines.append("")
+    verification = {system: s.get("by_verification") for system, s in data["systems"].items()
+                    if any(status for status in (s.get("by_verification") or {}))}
+    if verification:
+        lines += [f"#### {name}: ARC hits by the serving entry's verification", "",
+                  "| system | verification | served right | served wrong | changed served | unrelated served |",
+                  "|---|---|---:|---:|---:|---:|"]
+        for system, statuses in verification.items():
+            for status, c in statuses.items():
+                lines.append(f"| {system} | {status or '—'} | {c['served_right']} | {c['served_wrong']} | "
+                             f"{c['changed_served']} | {c['unrelated_served']} |")
+        lines.append("")
     reasons = {system: s["miss_reasons"] for system, s in data["systems"].items() if system.startswith("arc")}
     if reasons:
         lines += [f"#### {name}: ARC misses by reason, hits by path", ""]

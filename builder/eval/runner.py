@@ -67,6 +67,7 @@ def record(qs: QuerySet, row: Any, system: str, outcome: Outcome, bundle_entries
         "answer": outcome.answer, "path": outcome.path, "miss_reason": outcome.miss_reason,
         "detail": outcome.detail[:300], "entry_id": outcome.entry_id, "similarity": round(outcome.similarity, 5),
         "latency_ms": round(outcome.latency_ms, 3), **({"server_ms": outcome.server_ms} if outcome.server_ms else {}),
+        **({"verification": outcome.verification} if outcome.verification else {}),
         **{f"x_{k}": v for k, v in row.extra.items() if isinstance(v, (str, int, float, bool))},
     }
 

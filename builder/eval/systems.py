@@ -34,6 +34,7 @@ class Outcome:
     similarity: float = 0.0
     latency_ms: float = 0.0
     server_ms: dict[str, float] = field(default_factory=dict)
+    verification: str = ""  # arc: "verified" | "unverified" for the entry that served; "" otherwise
 
 
 class System(Protocol):
@@ -132,6 +133,7 @@ class ArcSystem:
             similarity=float(reply["similarity"]),
             latency_ms=ms,
             server_ms=reply["timings_ms"],
+            verification=reply["verification"] if hit else "",
         )
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from builder.eval.answers import answers_match, as_number, decimals_written
-from builder.eval.gsm_bundle import choose_split
+from builder.eval.gsm_bundle import bundle_version, choose_split
 from builder.eval.metrics import percentiles, summarise, summarise_by_kind, sweep
 from builder.eval.querysets import gsm8k_entry_id, load_query_set, parse_row
 from builder.eval.sets import plus_split
@@ -139,6 +139,29 @@ def test_splits_are_deterministic_and_disjoint():
         choose_split(accepted, dev, unrelated=100)
     tune, held_out = plus_split(range(100))
     assert len(tune) == len(held_out) == 50 and not tune & held_out and plus_split(range(100))[0] == tune
+
+
+def test_the_evaluation_bundle_has_a_version_a_device_accepts():
+    from edge_runtime.versions import BundleVersion
+
+    split = choose_split({gsm8k_entry_id(i) for i in range(30)}, {gsm8k_entry_id(1)}, unrelated=5, seed=0)
+    versions = {bundle_version(split, model, unverified) for model in (True, False) for unverified in (True, False)}
+    assert len(versions) == 4 and all(split.digest in v for v in versions)
+    for version in versions:
+        BundleVersion(version)  # raises BundleVersionError for a bare hash
+
+
+def test_hits_are_split_by_the_serving_entrys_verification():
+    records = [
+        {**rec(served=True, correct=True), "verification": "verified"},
+        {**rec(served=True, correct=False), "verification": "unverified"},
+        {**rec(served=True, should=False, changed=True), "verification": "unverified"},
+        {**rec(served=True, should=False, unrelated=True), "verification": "verified"},
+        rec(served=False, reason="below_threshold"),
+    ]
+    by = summarise(records)["by_verification"]
+    assert by == {"unverified": {"served_right": 0, "served_wrong": 1, "changed_served": 1, "unrelated_served": 0},
+                  "verified": {"served_right": 1, "served_wrong": 0, "changed_served": 0, "unrelated_served": 1}}
 
 
 # ---- end to end ------------------------------------------------------------------------------------

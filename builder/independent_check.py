@@ -1,0 +1,203 @@
+"""Independent agreement before an entry is trusted (the paper's round trip against another solver).
+
+An entry is *verified* when, on K rendered variants (every parameter varied, values from each
+parameter's domain), its compiled program's answers equal an independent solution of the same
+variant. For an imported Program-of-Thought entry the independent solution is a second program
+written by someone else for the same question (:mod:`builder.independent`), bound to the question's
+numbers the way the entry's own program is: both programs' literals are mapped to the question's
+mentions by :func:`builder.pot_importer.plan_parameters`, so a variant's value for a mention goes
+to whichever literal each program reads it from.
+
+A disagreement names the parameters involved (varying one at a time): the importer keeps them
+constant and tries again (MiniCache's reflection), and rejects the entry when no parameter can be
+blamed. An entry with no usable independent program is accepted as ``unverified``; whether a bundle
+carries it is the bundle's policy.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from builder.gsm8k import is_close
+from builder.independent import WORKED_SOLUTION, IndependentProgram
+from builder.pot_importer import (
+    PalProgram,
+    ParamPlan,
+    Plan,
+    Rejected,
+    RunTimeout,
+    draw_values,
+    plan_parameters,
+)
+from builder.verification import Verification
+from edge_runtime.verification import VerificationStatus
+
+#: Variants a verified entry must agree on (the issue's K >= 8).
+DEFAULT_VARIANTS = 8
+#: Relative tolerance of an agreement: two programs that round differently at the 6th digit agree.
+AGREEMENT_TOLERANCE = 1e-6
+
+
+@dataclass
+class Disagreement:
+    """The entry and every applicable independent program answer a variant differently."""
+
+    failures: tuple[str, ...]  # "param NAME: ..." for each blamed parameter (reflections for a retry)
+    blamed: tuple[str, ...]
+    example: str  # one disagreeing variant, for the rejection detail
+
+
+@dataclass
+class BoundProgram:
+    """An independent program with its literals mapped to the question's mentions."""
+
+    source: str
+    program: PalProgram
+    plan: Plan
+    by_span: dict[tuple[int, int], ParamPlan] = field(default_factory=dict)
+
+    def params_for(self, p: ParamPlan) -> list[ParamPlan]:
+        """This program's parameters that read the same mention(s) of the question as ``p``."""
+        spans = {(m.start, m.end) for m in (p.mention, *p.mentions)}
+        seen: list[ParamPlan] = []
+        for span in spans:
+            q = self.by_span.get(span)
+            if q is not None and q not in seen:
+                seen.append(q)
+        return seen
+
+    def answer(self, params: Sequence[ParamPlan], values: Mapping[str, Any]) -> Any:
+        """This program's answer to the variant where each of ``params`` takes ``values[name]``."""
+        literals: dict[int, Any] = {}
+        for p in params:
+            natural = _natural(p, values[p.name])
+            for q in self.params_for(p):
+                literals.update(q.literal_values(_from_natural(q, natural)))
+        return self.program.run(literals)
+
+
+def _natural(p: ParamPlan, value: Any) -> Any:
+    """The number the question states for a parameter value (a reciprocal reading stores 1/x)."""
+    return 1 / value if p.reading == "reciprocal" and value else value
+
+
+def _from_natural(q: ParamPlan, natural: Any) -> Any:
+    value = 1 / natural if q.reading == "reciprocal" and natural else natural
+    return q.type(value) if q.type is int and float(value).is_integer() else value
+
+
+def bind(question: str, gold: Any, programs: Sequence[IndependentProgram], timeout: float) -> list[BoundProgram]:
+    """The independent programs that parse, validate, are right on the original and read at least one number."""
+    bound = []
+    for ip in programs:
+        try:
+            program = PalProgram(ip.code, timeout=timeout)
+            if not is_close(program.run(), gold):
+                continue
+            plan = plan_parameters(question, program, freeze_derived=False)
+        except (Rejected, RunTimeout, Exception):  # noqa: BLE001 - an unusable second program is simply not used
+            continue
+        by_span = {}
+        for q in plan.params:
+            for m in (q.mention, *q.mentions):
+                by_span.setdefault((m.start, m.end), q)
+        if by_span:
+            bound.append(BoundProgram(ip.source, program, plan, by_span))
+    return bound
+
+
+RunEntry = Callable[[dict[str, Any]], Any]  # the compiled entry on parameter values: its answer or the exception
+
+
+def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, variants: int = DEFAULT_VARIANTS,
+          rng: random.Random) -> Verification | Disagreement:
+    """Compare the entry with every applicable independent program on ``variants`` rendered variants.
+
+    A program is applicable when it reads every number the entry's reasoning reads (each non-free
+    parameter's mention); numbers it reads that the entry keeps constant stay at their original.
+    Variants where either side cannot run (outside a program's domain) are drawn again. Verified
+    means one applicable program agrees and the reference's own worked solution, where it can check,
+    does not disagree: a second model-written program that disagrees is more often wrong itself (on
+    the GSM8K import, requiring every program to agree narrowed 359 entries and lost 49), but the
+    human solution that reached the gold answer is the better judge when two programs share a
+    mistake."""
+    params = list(plan.params)
+    applicable = [b for b in bound if all(b.params_for(p) for p in params if not p.free)]
+    if not bound:
+        return Verification(VerificationStatus.UNVERIFIED, "no independent program right on the original question")
+    if not applicable:
+        return Verification(VerificationStatus.UNVERIFIED,
+                            "no independent program reads every number the entry varies")
+    disagreeing: list[tuple[BoundProgram, str]] = []
+    agreeing: list[tuple[BoundProgram, int]] = []
+    short: list[str] = []
+    for b in applicable:
+        compared, wrong = _compare(b, params, run_entry, lambda: draw_values(plan, rng), variants)
+        if wrong:
+            disagreeing.append((b, wrong))
+        elif compared >= variants:
+            agreeing.append((b, compared))
+        else:
+            short.append(f"{b.source} ran on {compared} variants only")
+    vetoes = [b for b, _ in disagreeing if b.source == WORKED_SOLUTION]
+    if agreeing and not vetoes:
+        names = tuple(b.source for b, _ in agreeing)
+        return Verification(VerificationStatus.VERIFIED, f"agrees with {', '.join(names)} on {agreeing[0][1]} of "
+                            f"{agreeing[0][1]} variants", names, agreeing[0][1])
+    if not disagreeing:
+        return Verification(VerificationStatus.UNVERIFIED, "; ".join(short))
+    blamed, failures = [], []
+    for p in params:
+        def one_changed(p: ParamPlan = p) -> dict[str, Any]:
+            values = {q.name: q.original for q in params}
+            values[p.name] = draw_values(plan, rng)[p.name]
+            return values
+
+        wrong = [why for why in (_compare(b, params, run_entry, one_changed, 3)[1] for b, _ in disagreeing) if why]
+        if wrong:  # any disagreeing program that this parameter alone sets apart
+            blamed.append(p.name)
+            failures.append(f"param {p.name}: {wrong[0]}")
+    return Disagreement(tuple(failures), tuple(blamed), disagreeing[0][1])
+
+
+def _compare(b: BoundProgram, params: Sequence[ParamPlan], run_entry: RunEntry, draw: Callable[[], dict[str, Any]],
+             wanted: int) -> tuple[int, str]:
+    """(variants compared, the first disagreement or "")."""
+    compared = 0
+    for _ in range(4 * wanted):
+        if compared >= wanted:
+            break
+        values = draw()
+        expected = run_entry(values)
+        if isinstance(expected, BaseException) or expected is None:
+            continue
+        try:
+            got = b.answer(params, values)
+        except (Exception, RunTimeout):  # noqa: BLE001 - outside the independent program's domain
+            continue
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            continue
+        if _no_whole_answer(expected, got):
+            continue
+        compared += 1
+        if not is_close(expected, got, AGREEMENT_TOLERANCE):
+            return compared, f"the entry answers {expected!r}, {b.source} {got!r} for {values}"
+    return compared, ""
+
+
+def _no_whole_answer(a: Any, b: Any) -> bool:
+    """One side counts whole things (it rounds), the other gives the fraction the drawn values leave
+    ("82 apples in packs of 8": 10 packs, or 10.25): the variant has no whole answer, so it says
+    nothing about the reasoning. Both whole and different is a disagreement."""
+    try:
+        fa, fb = float(a), float(b)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    whole_a, whole_b = fa.is_integer(), fb.is_integer()
+    if whole_a == whole_b:
+        return False
+    whole, fraction = (fa, fb) if whole_a else (fb, fa)
+    return whole in (math.floor(fraction), math.ceil(fraction), round(fraction))

@@ -1,0 +1,187 @@
+"""Independent agreement before an entry is trusted: a second program for the same question decides
+whether an imported entry is verified, which of its parameters must stay constant, or that it is
+rejected — and the status travels into the importer's records."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from builder.gsm8k import ReferenceIndex
+from builder.independent import IndependentProgram, as_solution, load_independent
+from builder.pot_importer import Importer, ImportOptions, run_import
+from tests.builder.test_pot_importer import load_entry, transcript
+
+PENS = "Sam buys 2 packs of pens. Each pack has 4 pens. How many pens does he have?"
+RIGHT = "packs = 2\npens_per_pack = 4\nreturn packs * pens_per_pack"
+#: Right on the original numbers only: 4 * 4 / 2 = 8 = 2 * 4, and it never reads the 2.
+BY_COINCIDENCE = "pens_per_pack = 4\nreturn pens_per_pack * pens_per_pack / 2"
+INDEPENDENT = IndependentProgram("second", as_solution("num_packs = 2\nper_pack = 4\nans = num_packs * per_pack"))
+
+
+@pytest.fixture(scope="module")
+def importer() -> Importer:
+    return Importer(ImportOptions(seed=3))
+
+
+def with_independent(t, *programs: IndependentProgram):
+    return dataclasses.replace(t, independent=programs)
+
+
+def test_an_entry_that_agrees_with_an_independent_program_is_verified(importer: Importer) -> None:
+    result = importer.import_one(with_independent(transcript(PENS, RIGHT, 8), INDEPENDENT))
+    assert result.accepted, result.detail
+    assert result.info["verification"]["status"] == "verified"
+    assert result.info["verification"]["sources"] == ["second"]
+    assert result.info["verification"]["variants"] >= 8
+    assert result.info["params"] == ["packs", "pens_per_pack"]
+
+
+def test_an_entry_right_only_by_coincidence_is_not_accepted(importer: Importer) -> None:
+    alone = importer.import_one(transcript(PENS, BY_COINCIDENCE, 8))
+    assert alone.accepted, "its own round trips cannot see the coincidence"
+    assert alone.info["verification"]["status"] == "unverified"
+    checked = importer.import_one(with_independent(transcript(PENS, BY_COINCIDENCE, 8), INDEPENDENT))
+    if checked.accepted:  # what is left must be right on every question it serves
+        entry, compiled = load_entry(checked.source, checked.id)
+        assert checked.info["verification"]["status"] == "verified"
+        assert not checked.info["params"], checked.info
+    else:
+        assert checked.reason in ("independent_disagreement", "no_parameters"), checked.detail
+
+
+def test_a_disagreement_freezes_the_blamed_parameter_and_keeps_the_rest(importer: Importer) -> None:
+    question = "Ann has 5 red balls and 4 blue balls. She gets 3 more red balls. How many red balls does she have?"
+    # 5 + 3 * 4 - 4 * 2 - 1 = 8 = 5 + 3: right only while there are 4 blue balls and 3 more red ones
+    body = "red = 5\nblue = 4\nmore = 3\nreturn red + more * blue - blue * 2 - 1"
+    independent = IndependentProgram("second", as_solution("red = 5\nmore = 3\nans = red + more"))
+    alone = importer.import_one(transcript(question, body, 8))
+    assert alone.accepted and alone.info["params"] == ["red", "blue", "more"]
+    result = importer.import_one(with_independent(transcript(question, body, 8), independent))
+    assert result.accepted, result.detail
+    assert result.info["verification"]["status"] == "verified"
+    assert result.info["params"] == ["red"], result.info  # the blue balls and the 3 more stay as stated
+    assert result.info["attempts"] == 2
+
+
+def test_the_reference_solution_outweighs_a_program_that_shares_the_entrys_mistake(importer: Importer) -> None:
+    from builder.independent import WORKED_SOLUTION
+
+    shares_the_mistake = IndependentProgram("same-mistake", as_solution("p = 4\nans = p * p / 2"))
+    result = importer.import_one(with_independent(transcript(PENS, BY_COINCIDENCE, 8), shares_the_mistake))
+    assert result.accepted and result.info["verification"]["status"] == "verified"  # alone, it cannot tell
+    reference = dataclasses.replace(INDEPENDENT, source=WORKED_SOLUTION)
+    both = importer.import_one(with_independent(transcript(PENS, BY_COINCIDENCE, 8), shares_the_mistake, reference))
+    assert not both.accepted or "pens_per_pack" not in both.info["params"]
+    other_model = importer.import_one(with_independent(transcript(PENS, BY_COINCIDENCE, 8), shares_the_mistake,
+                                                       INDEPENDENT))
+    assert other_model.accepted and other_model.info["verification"]["status"] == "verified"  # one model against one
+
+
+def test_an_independent_program_wrong_on_the_original_is_not_used(importer: Importer) -> None:
+    wrong = IndependentProgram("wrong", as_solution("ans = 2 + 4"))
+    result = importer.import_one(with_independent(transcript(PENS, RIGHT, 8), wrong))
+    assert result.accepted
+    assert result.info["verification"] == {"status": "unverified", "detail": "no independent program right on the "
+                                           "original question", "sources": [], "variants": 0}
+
+
+def test_a_counting_answer_and_a_fraction_are_not_compared(importer: Importer) -> None:
+    """"How many packs can he make": one program rounds down, the other divides; a variant whose
+    division leaves a fraction says nothing, a variant where both are whole must agree."""
+    question = "There are 40 apples in one box. Franky has 2 boxes. He packs 8 apples in one pack. How many packs can he make?"
+    body = "apples_per_box = 40\nboxes = 2\nper_pack = 8\nreturn apples_per_box * boxes // per_pack"
+    independent = IndependentProgram("second", as_solution("a = 40\nb = 2\nc = 8\nans = a * b / c"))
+    result = importer.import_one(with_independent(transcript(question, body, 10), independent))
+    assert result.accepted, result.detail
+    assert set(result.info["params"]) == {"apples_per_box", "boxes", "per_pack"}
+    assert result.info["verification"]["status"] in ("verified", "unverified")
+    assert "disagree" not in result.info["verification"]["detail"]
+
+
+def test_as_solution_reads_both_program_shapes_and_refuses_the_rest() -> None:
+    few = as_solution("x = 3\ny = x * 2\nans = y + 1")
+    zero = as_solution("import math\nimport numpy as np\n# Question: ...\ndef solver():\n    x = 3\n    return x * 2\nans = solver()")
+    assert "def solution():" in few and few.rstrip().endswith("return ans")
+    assert "def solution():" in zero and "numpy" not in zero and "import math" in zero
+    assert as_solution("def solver(n):\n    return n\nans = solver(3)") is None  # takes an argument
+    assert as_solution("x = 3\nprint(x)") is None  # no ans
+    assert as_solution("def a():\n    return 1\ndef solver():\n    return a()\nans = solver()") is None
+    assert as_solution("this is not python (") is None
+
+
+def test_load_independent_joins_on_the_question_and_drops_wrong_programs(tmp_path: Path) -> None:
+    reference = tmp_path / "ref.jsonl"
+    reference.write_text("\n".join(json.dumps(r) for r in [
+        {"question": PENS, "answer": "2 * 4 = 8\n#### 8"},
+        {"question": "Bo has 3 cats and 2 dogs. How many pets does Bo have?", "answer": "#### 5"},
+    ]) + "\n", encoding="utf-8")
+    programs = tmp_path / "pot.jsonl"
+    programs.write_text("\n".join(json.dumps(r) for r in [
+        {"question": PENS.replace("  ", " "), "gold": 8.0, "executed": 8.0, "program": "a = 2\nb = 4\nans = a * b"},
+        {"question": "Bo has 3 cats and 2 dogs. How many pets does Bo have?", "gold": 5.0, "executed": 6.0,
+         "program": "ans = 3 * 2"},
+        {"question": "A question nobody asked?", "gold": 1.0, "executed": 1.0, "program": "ans = 1"},
+    ]) + "\n", encoding="utf-8")
+    found = load_independent([programs], ReferenceIndex.load(reference))
+    assert list(found) == [0]
+    assert found[0][0].source == "pot"
+
+
+def test_run_import_records_the_status_and_counts_verified_entries(tmp_path: Path) -> None:
+    reference = tmp_path / "ref.jsonl"
+    reference.write_text(json.dumps({"question": PENS, "answer": "#### 8"}) + "\n", encoding="utf-8")
+    pal = tmp_path / "pal.jsonl"
+    code = 'def solution():\n    """' + PENS + '"""\n    packs = 2\n    pens_per_pack = 4\n    return packs * pens_per_pack\n'
+    pal.write_text(json.dumps({"input": PENS, "code": code, "target": 8}) + "\n", encoding="utf-8")
+    independent = tmp_path / "second.jsonl"
+    independent.write_text(json.dumps({"question": PENS, "gold": 8, "executed": 8,
+                                       "program": "n = 2\nk = 4\nans = n * k"}) + "\n", encoding="utf-8")
+    summary = run_import(pal, reference, tmp_path / "reg", workers=1, independent=[independent])
+    assert summary["accepted"] == 1 and summary["verified"] == 1
+    meta = json.loads((tmp_path / "reg" / "entries" / "_meta" / "ref-0000.json").read_text())
+    assert meta["verification"]["status"] == "verified"
+    index = json.loads((tmp_path / "reg" / "index.json").read_text())
+    assert index["independent"] == [str(independent)]
+
+
+def test_a_worked_solution_becomes_a_program_that_chains_its_steps() -> None:
+    from builder.independent import worked_solution_program
+    from builder.pot_importer import PalProgram
+
+    answer = ("She has 16 - 3 - 4 = <<16-3-4=9>>9 eggs left.\nShe makes 9 * 2 = $<<9*2=18>>18 every day.\n#### 18")
+    code = worked_solution_program(answer, 18, "Ducks lay 16 eggs. She eats 3 and bakes with 4. Each egg sells for $2. How much?")
+    program = PalProgram(code)
+    assert program.run() == 18
+    assert sorted(lit.value for lit in program.literals) == [2, 3, 4, 16]  # the 9 is read from the first step
+    assert worked_solution_program("By hand: 2 + 2 = 4\n#### 4", 4) is None  # no annotation reaches the gold
+    assert worked_solution_program("<<__import__('os')=0>>0\n#### 0", 0) is None  # arithmetic only
+
+
+def test_a_worked_solution_whose_number_could_be_a_result_or_a_given_is_not_used() -> None:
+    from builder.independent import worked_solution_program
+
+    question = "He sold 10 boxes on Saturday and 5 more on Sunday, and 15 pies. Boxes cost $2, pies $15. How much?"
+    answer = "Sunday: 10+5=<<10+5=15>>15 boxes.\nBoxes: 25*2=<<25*2=50>>50. Pies: 15*15=<<15*15=225>>225.\n" \
+             "Total 50+225=<<50+225=275>>275\n#### 275"
+    assert worked_solution_program(answer, 275, question) is None
+    assert worked_solution_program(answer, 275, "") is not None  # without the question nothing is ambiguous
+
+
+def test_a_given_that_a_worked_solution_repeats_is_one_parameter() -> None:
+    """Each step writes the given again ("3 * 20", "4 * 20", "20 + ..."): a variant must change all of them,
+    or the solution disagrees with a right entry and the importer freezes a parameter that was fine."""
+    from builder.independent import worked_solution_program
+    from builder.independent_check import bind
+    from builder.independent import IndependentProgram
+
+    question = ("Twenty kernels pop in the first minute, then three times that amount in the second. "
+                "In the third minute four times the first minute's number pop. How many pop in all?")
+    answer = ("Second: 3*20=<<3*20=60>>60. Third: 4*20=<<4*20=80>>80.\nAll: 20+60+80=<<20+60+80=160>>160\n#### 160")
+    code = worked_solution_program(answer, 160, question)
+    (bound,) = bind(question, 160, [IndependentProgram("reference_worked_solution", code)], 2.0)
+    twenty = next(q for q in bound.plan.params if q.original == 20)
+    assert bound.program.run(twenty.literal_values(10)) == 10 + 30 + 40  # every step follows the new given
