@@ -2159,39 +2159,47 @@ def _results(todo: list[Transcript], options: ImportOptions, workers: int) -> It
 
 def audit_entries(out: RegistryDir, reference: ReferenceIndex, workers: int = 1, prefix: str = "gsm8k") -> int:
     """Independent re-check of every accepted entry file: register, compile, answer the original
-    question through the fast path; returns how many give a wrong answer (must be 0)."""
+    question through the fast path; returns how many give a wrong answer (must be 0).
+
+    Registering an entry imports it, so the check runs behind ``_worker_init``'s walls like the
+    import itself: this process only reads the files and counts the plain booleans that come back."""
     rows = {f"{prefix}-{row.index:04d}": row for row in reference.rows}
     jobs = []
     for path in sorted(out.entries.glob("*.py")):
         row = rows.get(path.stem)
-        jobs.append((str(path), row.question if row else "", row.gold if row else None))
-    if workers <= 1 or len(jobs) < 16:
-        results = [_audit_one(job) for job in jobs]
-    else:
-        import multiprocessing as mp
+        jobs.append((str(path), path.read_text(encoding="utf-8"), row.question if row else "", row.gold if row else None))
 
-        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-        with ctx.Pool(workers) as pool:
-            results = pool.map(_audit_one, jobs, chunksize=16)
-    return sum(1 for ok in results if not ok)
+    def accept(reply: tuple) -> bool:
+        if len(reply) != 2 or reply[0] != "audit" or not isinstance(reply[1], bool):
+            raise MalformedReply("an audit reply is ('audit', bool)")
+        return reply[1]
+
+    n = 1 if workers <= 1 or len(jobs) < 16 else workers
+    results = confined_map(jobs, _audit_run, accept, workers=n, initializer=_worker_init,
+                           initargs=(ImportOptions(), 3 * 1024**3))
+    return sum(1 for _, ok in results if ok is not True)
 
 
-def _audit_one(job: tuple[str, str, Any]) -> bool:
+def _audit_run(job: tuple[str, str, str, Any]) -> bytes:
+    return _dumps_for_parent(("audit", _audit_one(job)))
+
+
+def _audit_one(job: tuple[str, str, str, Any]) -> bool:
     from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
     from edge_runtime.extractor import Extractor
     from edge_runtime.registry import Registry
 
-    path, question, gold = job
+    path, source, question, gold = job
     entry_id = Path(path).stem
     try:
         registry = Registry(_AUDIT_EMBEDDER)
-        registry.add_file(path)
+        registry.add_source(source, path, entry_id)
         registry.check_entry(entry_id)
         compiled = LoadedCompiledEntry(compile_entry(registry, entry_id).source, _sanitise(entry_id))
         values = Extractor(None).extract(registry.entries[entry_id], question).values
         with deadline(5.0):
             answer = compiled.run(values).result["answer"]
-        return gold is not None and is_close(answer, gold)
+        return bool(gold is not None and is_close(answer, gold))
     except (Exception, RunTimeout):  # noqa: BLE001 - any failure of an accepted entry counts as wrong
         return False
 
