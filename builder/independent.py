@@ -137,7 +137,7 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
     Each annotation becomes one assignment; a number that equals an earlier step's result is read
     from that step (the chain of the solution), every other number stays a literal that the
     importer binds to the question's mentions. A number that is both an earlier result and a value
-    the question states could be either: such a solution is not used (a wrong guess could agree
+    the question states, or the result of two earlier steps, could be either: such a solution is not used (a wrong guess could agree
     with an entry that made the same mistake). The program returns the last step whose result is
     the gold answer; a solution without one (worked by hand in its last line) gives None."""
     if gold is None:
@@ -164,11 +164,11 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
         class Chain(ast.NodeTransformer):
             def visit_Constant(self, node: ast.Constant) -> ast.AST:
                 if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-                    for prior_name, _, prior in reversed(earlier):
-                        if is_close(prior, node.value, 1e-9):
-                            if any(is_close(v, node.value, 1e-9) for v in stated):
-                                raise _Ambiguous
-                            return ast.copy_location(ast.Name(id=prior_name, ctx=ast.Load()), node)
+                    results = [prior_name for prior_name, _, prior in earlier if is_close(prior, node.value, 1e-9)]
+                    if results:
+                        if len(results) > 1 or any(is_close(v, node.value, 1e-9) for v in stated):
+                            raise _Ambiguous  # "6 + 6" after two steps that both gave 6: which is which
+                        return ast.copy_location(ast.Name(id=results[0], ctx=ast.Load()), node)
                 return node
 
         try:

@@ -185,3 +185,14 @@ def test_a_given_that_a_worked_solution_repeats_is_one_parameter() -> None:
     (bound,) = bind(question, 160, [IndependentProgram("reference_worked_solution", code)], 2.0)
     twenty = next(q for q in bound.plan.params if q.original == 20)
     assert bound.program.run(twenty.literal_values(10)) == 10 + 30 + 40  # every step follows the new given
+
+
+def test_a_worked_solution_that_adds_two_equal_results_is_not_used() -> None:
+    """"6 + 6" after two steps that both gave 6 cannot be chained: a guess would read one step twice."""
+    from builder.independent import worked_solution_program
+
+    question = "A class has 30 students; 20% play football and 25% of the rest are in the band. How many leave early?"
+    answer = ("Football: 30*0.2=<<30*0.2=6>>6. Rest: 30-6=<<30-6=24>>24. Band: 24*0.25=<<24*0.25=6>>6.\n"
+              "Leaving: 6+6=<<6+6=12>>12\n#### 12")
+    assert worked_solution_program(answer, 12, question) is None
+

@@ -93,12 +93,18 @@ def test_a_changed_final_question_without_a_named_quantity_is_refused():
     assert check(DUCKS, question, DUCK_VALUES) is not None
 
 
-def test_a_distraction_sentence_without_relevant_numbers_passes():
-    question = ("Janet's ducks lay 20 eggs per day. Her garden is full of red roses, and her neighbour owns 7 cats. "
-                "She eats 2 for breakfast every morning and bakes muffins for her friends every day with 5. She sells "
-                "the remainder at the farmers' market daily for $3 per fresh duck egg. How much in dollars does she "
-                "make every day at the farmers' market?")
-    assert check(DUCKS, question, DUCK_VALUES) is None
+def test_any_unexplained_number_is_an_added_operation_whatever_it_counts():
+    """Words cannot tell "her neighbour owns 7 cats" from "her cousin ate 9 more": both are refused; only a
+    question that says the number does not count is read again without it (edge_runtime/disclaimers.py)."""
+    for sentence in ("Her garden is full of red roses, and her neighbour owns 7 cats.",
+                     "Her cousin ate 9 more than her brother.", "She keeps 7 of them for a neighbour."):
+        question = ("Janet's ducks lay 20 eggs per day. " + sentence + " She eats 2 for breakfast every morning and "
+                    "bakes muffins for her friends every day with 5. She sells the remainder at the farmers' market "
+                    "daily for $3 per fresh duck egg. How much in dollars does she make every day at the farmers' market?")
+        reason = check(DUCKS, question, DUCK_VALUES)
+        assert reason is not None and "a quantity the entry's reasoning does not use" in reason
+    plain = question.replace(" She keeps 7 of them for a neighbour.", " Her garden is full of red roses.")
+    assert check(DUCKS, plain, DUCK_VALUES) is None  # a sentence without a number changes nothing
 
 
 def test_a_value_copied_from_inside_a_longer_number_is_refused():
@@ -471,8 +477,11 @@ def test_a_value_restated_with_an_adding_word_is_an_added_operation():
                 "aside to put towards fancy shoes. How many shoes can she buy in a year?")
     assert check(entry, question, values) is not None
     restated = question.replace("However, she also decides to save an additional 25% of her paycheck aside to put "
-                                "towards fancy shoes.", "That is 25% of her paycheck each month.")
-    assert check(entry, restated, values) is None
+                                "towards fancy shoes.", "Note that she sets 25% of her paycheck aside.")
+    assert check(entry, restated, values) is None  # the words of the sentence that states it, nothing added
+    reworded = question.replace("However, she also decides to save an additional 25% of her paycheck aside to put "
+                                "towards fancy shoes.", "Her sister also sets 25% of her paycheck aside.")
+    assert check(entry, reworded, values) is not None  # someone else's 25%: not a repeat
 
 
 def test_an_unexplained_number_compared_with_another_is_an_added_operation():
