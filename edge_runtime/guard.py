@@ -233,7 +233,9 @@ _VERBS = frozenset("""do does did is are was were will would can could should ha
 
 @dataclass(frozen=True)
 class GuardConfig:
-    """Thresholds; defaults tuned on the tuning half of gsm_plus_dev (docs/benchmarks.md)."""
+    """Thresholds of the target and context checks (tuned on the tuning half of gsm_plus_dev); the added-quantity
+    rule has no threshold: every unexplained number is refused (docs/benchmarks.md, *Independent verification and
+    the strict guard*)."""
 
     #: Also count "one" and "zero" as stated numbers (off: they are mostly not quantities of the problem: "one of
     #: them", "each one", "one day").
