@@ -4,27 +4,25 @@ Entry sources come from an LLM or a person; registering one imports it (its modu
 default arguments run) and checking an entry runs its root function. None of that may happen in
 the builder's own process, which opens the private signing key: a validator bypass there would
 own every device. So the builder reads the source files itself, hands their text to a fresh
-``spawn`` child (a new interpreter: none of the parent's memory, no key ever loaded), and that
-child loads the embedder, then enters the device's own confinement
-(:func:`edge_runtime.confinement.enter_sandbox`: empty working directory, cleared environment, no
-new files, no processes, an address-space cap, ``nobody`` instead of root, no network) before it
-registers a single source. What comes back is plain data only (entry dicts and compiled module
-text), read with the worker pool's restricted unpickler; the parent rebuilds the entries with the
-same parser a device uses for a bundle manifest and validates every compiled module again before
-it is signed. Signing stays in the parent, after the child has exited.
+interpreter started with a scrubbed environment (:func:`builder.confined_launch.launch`: none of
+the parent's memory or environment, no key ever loaded), and that child loads the embedder, then
+enters the device's own confinement (:func:`edge_runtime.confinement.enter_sandbox`: empty working
+directory, cleared environment, no new files, no processes, an address-space cap, ``nobody``
+instead of root, no network) before it registers a single source. What comes back is plain data
+only (entry dicts and compiled module text), read with the worker pool's restricted unpickler; the
+parent rebuilds the entries with the same parser a device uses for a bundle manifest and validates
+every compiled module again before it is signed. Signing stays in the parent, after the child has
+exited.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from builder.confined_launch import launch, prepare
 from edge_runtime.compiler import CompiledEntry
 from edge_runtime.errors import ArcError, DefinitionError
 from edge_runtime.metadata import entry_from_dict, entry_to_dict
@@ -70,24 +68,16 @@ def compile_confined(
     """Register, check and compile ``sources`` (file name -> text) in a confined child; raise on any failure."""
     from edge_runtime.worker_pool import _load_reply
 
-    ctx = multiprocessing.get_context("spawn")
-    parent_end, child_end = ctx.Pipe()
-    workdir = tempfile.mkdtemp(prefix="arc-build-confined-")
-    os.chmod(workdir, 0o777)  # the child works here as nobody; nothing else is in it
-    process = ctx.Process(target=_child_main, args=(child_end, workdir, memory_limit_bytes), daemon=True,
-                          name="arc-build-confined")
+    child = launch("compile", memory_limit_bytes)
     try:
-        process.start()
-        child_end.close()
-        parent_end.send(dict(sources))
-        if not parent_end.poll(time_limit_s):
+        child.conn.send(dict(sources))
+        if not child.conn.poll(time_limit_s):
             raise ConfinedBuildError(f"compiling the entries took longer than {time_limit_s:g} s; stopped")
         try:
-            data = parent_end.recv_bytes(MAX_REPLY_BYTES)
+            data = child.conn.recv_bytes(MAX_REPLY_BYTES)
         except (EOFError, OSError):
-            process.join(5)
             raise ConfinedBuildError(
-                f"the confined compile died (exit code {process.exitcode}): an entry exhausted its limits"
+                f"the confined compile died (exit code {child.exit_code()}): an entry exhausted its limits"
             ) from None
         try:
             reply = _load_reply(data)
@@ -95,11 +85,7 @@ def compile_confined(
             raise ConfinedBuildError(f"the confined compile sent a reply that is not plain data: {exc}") from None
         return _accept(reply)
     finally:
-        if process.is_alive():
-            process.kill()
-        process.join(5)
-        parent_end.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        child.close()
 
 
 def _accept(reply: tuple) -> ConfinedCompile:
@@ -124,21 +110,18 @@ def _accept(reply: tuple) -> ConfinedCompile:
     return ConfinedCompile(compiled, near, dict(walls) if isinstance(walls, dict) else {})
 
 
-def _child_main(conn: Connection, workdir: str, memory_limit_bytes: int) -> None:
-    """The confined side: load what it needs, give up everything else, then touch the sources."""
+def serve_compile(conn: Connection, workdir: str, memory_limit_bytes: int) -> None:
+    """The confined side (role ``compile`` of :mod:`builder.confined_launch`): load what it needs,
+    give up everything else, then touch the sources."""
     from edge_runtime.worker_pool import _dumps_for_parent
 
     try:
         sources = conn.recv()
         from edge_runtime.compiler import compile_entry
-        from edge_runtime.confinement import enter_sandbox
-        from edge_runtime.embedder import OnnxSentenceEmbedder
         from edge_runtime.registry import Registry
 
-        embedder = OnnxSentenceEmbedder()  # model files are read now, before the file limit
-        embedder.embed(["a first sentence", "and a second"])  # and the tokenizer's and onnxruntime's threads start
+        embedder, walls = prepare(workdir, memory_limit_bytes)
         registry = Registry(embedder)
-        walls = enter_sandbox(memory_limit_bytes, workdir, 2000, forkserver=False, cut_network=True)
         added: list[str] = []
         for name in sorted(sources):
             if not isinstance(name, str) or not isinstance(sources[name], str):

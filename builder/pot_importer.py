@@ -62,12 +62,13 @@ import os
 import random
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from builder.confined_pool import MalformedReply, WorkerLost, confined_map, rebuild_dataclass
 from builder.time_limit import time_limit
 from builder.gsm8k import (
     Mention,
@@ -87,6 +88,7 @@ from edge_runtime.metadata import Param, format_value
 from edge_runtime.values import parse_quantity
 from edge_runtime.sandbox import SAFE_BUILTINS
 from edge_runtime.validator import FORBIDDEN_MODULE_NAMES, FORBIDDEN_NAMES, validate_source
+from edge_runtime.worker_pool import _dumps_for_parent
 
 REASONS: tuple[str, ...] = (
     "no_match_in_gsm8k",
@@ -1927,9 +1929,17 @@ def _worker_init(options: ImportOptions, memory_limit: int | None) -> None:
     enter_sandbox(memory_limit or (3 << 30), workdir, 2000, forkserver=False, cut_network=True)
 
 
-def _worker_run(t: Transcript) -> ImportResult:
+def _worker_run(t: Transcript) -> bytes:
+    """Import one transcript in the confined worker; the result leaves it as plain data that the
+    parent reads with the restricted unpickler (builder/confined_pool.py), never as an object."""
     assert _WORKER is not None
-    return _safe_import(_WORKER, t)
+    result = _safe_import(_WORKER, t)
+    try:
+        return _dumps_for_parent(("result", asdict(result)))
+    except TypeError as exc:  # a value of a class the parent does not accept
+        failed = ImportResult(t.row, t.entry_id, False, reason="runtime_error",
+                              detail=f"importer: the result cannot leave the worker: {exc}")
+        return _dumps_for_parent(("result", asdict(failed)))
 
 
 def _safe_import(importer: Importer, t: Transcript) -> ImportResult:
@@ -2118,53 +2128,78 @@ def run_import(
 
 
 def _results(todo: list[Transcript], options: ImportOptions, workers: int) -> Iterator[ImportResult]:
-    if workers <= 1 or len(todo) < 8:
-        importer = Importer(options)
-        for t in todo:
-            yield _safe_import(importer, t)
-        return
-    import multiprocessing as mp
+    """Every transcript is imported behind ``_worker_init``'s walls, never in this process: one worker
+    (in order) for a few transcripts or ``--workers 1``, else ``workers``. Each reply is plain data,
+    read restrictedly and checked field by field before it becomes an :class:`ImportResult`."""
 
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    with ctx.Pool(workers, initializer=_worker_init, initargs=(options, 3 * 1024**3)) as pool:
-        yield from pool.imap_unordered(_worker_run, todo, chunksize=4)
+    def accept(reply: tuple) -> ImportResult:
+        if len(reply) != 2 or reply[0] != "result":
+            raise MalformedReply("an import reply is ('result', fields)")
+        return rebuild_dataclass(ImportResult, reply[1], {
+            "row": int, "id": (str, type(None)), "accepted": bool, "source": str,
+            "reason": (str, type(None)), "detail": str, "info": dict,
+        })
+
+    n = 1 if workers <= 1 or len(todo) < 8 else workers
+    for t, result in confined_map(todo, _worker_run, accept, workers=n, initializer=_worker_init,
+                                  initargs=(options, 3 * 1024**3)):
+        if not isinstance(result, WorkerLost) and (result.row, result.id) != (t.row, t.entry_id):
+            # the id names the file the entry is written to: only the parent's own id is used
+            result = WorkerLost("the worker answered for another transcript")
+        if not isinstance(result, WorkerLost) and result.accepted:
+            try:
+                validate_source(result.source, f"<imported {t.entry_id}>")
+            except UnsafeCodeError as exc:
+                result = WorkerLost(f"the worker accepted an unsafe entry: {exc}")
+        if isinstance(result, WorkerLost):
+            yield ImportResult(t.row, t.entry_id, False, reason="runtime_error", detail=f"importer: {result}")
+        else:
+            yield result
 
 
 def audit_entries(out: RegistryDir, reference: ReferenceIndex, workers: int = 1, prefix: str = "gsm8k") -> int:
     """Independent re-check of every accepted entry file: register, compile, answer the original
-    question through the fast path; returns how many give a wrong answer (must be 0)."""
+    question through the fast path; returns how many give a wrong answer (must be 0).
+
+    Registering an entry imports it, so the check runs behind ``_worker_init``'s walls like the
+    import itself: this process only reads the files and counts the plain booleans that come back."""
     rows = {f"{prefix}-{row.index:04d}": row for row in reference.rows}
     jobs = []
     for path in sorted(out.entries.glob("*.py")):
         row = rows.get(path.stem)
-        jobs.append((str(path), row.question if row else "", row.gold if row else None))
-    if workers <= 1 or len(jobs) < 16:
-        results = [_audit_one(job) for job in jobs]
-    else:
-        import multiprocessing as mp
+        jobs.append((str(path), path.read_text(encoding="utf-8"), row.question if row else "", row.gold if row else None))
 
-        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-        with ctx.Pool(workers) as pool:
-            results = pool.map(_audit_one, jobs, chunksize=16)
-    return sum(1 for ok in results if not ok)
+    def accept(reply: tuple) -> bool:
+        if len(reply) != 2 or reply[0] != "audit" or not isinstance(reply[1], bool):
+            raise MalformedReply("an audit reply is ('audit', bool)")
+        return reply[1]
+
+    n = 1 if workers <= 1 or len(jobs) < 16 else workers
+    results = confined_map(jobs, _audit_run, accept, workers=n, initializer=_worker_init,
+                           initargs=(ImportOptions(), 3 * 1024**3))
+    return sum(1 for _, ok in results if ok is not True)
 
 
-def _audit_one(job: tuple[str, str, Any]) -> bool:
+def _audit_run(job: tuple[str, str, str, Any]) -> bytes:
+    return _dumps_for_parent(("audit", _audit_one(job)))
+
+
+def _audit_one(job: tuple[str, str, str, Any]) -> bool:
     from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
     from edge_runtime.extractor import Extractor
     from edge_runtime.registry import Registry
 
-    path, question, gold = job
+    path, source, question, gold = job
     entry_id = Path(path).stem
     try:
         registry = Registry(_AUDIT_EMBEDDER)
-        registry.add_file(path)
+        registry.add_source(source, path, entry_id)
         registry.check_entry(entry_id)
         compiled = LoadedCompiledEntry(compile_entry(registry, entry_id).source, _sanitise(entry_id))
         values = Extractor(None).extract(registry.entries[entry_id], question).values
         with deadline(5.0):
             answer = compiled.run(values).result["answer"]
-        return gold is not None and is_close(answer, gold)
+        return bool(gold is not None and is_close(answer, gold))
     except (Exception, RunTimeout):  # noqa: BLE001 - any failure of an accepted entry counts as wrong
         return False
 

@@ -12,15 +12,11 @@ import ast
 import re
 
 from edge_runtime.errors import UnsafeCodeError
+from edge_runtime.module_allowlist import MODULE_ATTRIBUTES, attribute_allowed
 
-ALLOWED_IMPORTS: frozenset[str] = frozenset(
-    {
-        "math", "fractions", "decimal", "statistics", "datetime", "itertools",
-        "functools", "operator", "re", "string", "collections",
-        "edge_runtime", "edge_runtime.semantic",
-    }
-)
-"""Modules entries may import: pure computation, plus the runtime's primitives module."""
+ALLOWED_IMPORTS: frozenset[str] = frozenset(MODULE_ATTRIBUTES) | {"edge_runtime", "edge_runtime.semantic"}
+"""Modules entries may import: pure computation (each with its attribute allowlist,
+:mod:`edge_runtime.module_allowlist`), plus the runtime's primitives module."""
 
 SEMANTIC_NAMES: frozenset[str] = frozenset(
     {
@@ -93,6 +89,17 @@ def _defined_names(tree: ast.AST) -> frozenset[str]:
     return frozenset(names)
 
 
+def _module_aliases(tree: ast.AST) -> dict[str, str]:
+    """Names that ``import M`` / ``import M as N`` bind to a module, anywhere in the source -> the module."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]  # ``import a.b`` binds ``a``
+                aliases.setdefault(alias.asname or top, alias.name if alias.asname else top)
+    return aliases
+
+
 def _is_constant_expression(node: ast.AST | None) -> bool:
     """Evaluating ``node`` runs no entry-chosen code: literals, containers of literals, arithmetic on them,
     plain names (a type such as ``float``, or a constant the entry defined) and the declaration calls."""
@@ -124,10 +131,16 @@ def _is_dunder(name: str) -> bool:
 class _Checker(ast.NodeVisitor):
     """Collects every violation in one walk; the caller sorts them into source order."""
 
-    def __init__(self, filename: str, allowed: frozenset[str], defined: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, filename: str, allowed: frozenset[str], defined: frozenset[str] = frozenset(),
+        modules: dict[str, str] | None = None,
+    ) -> None:
         self.filename = filename
         self.allowed = allowed
         self.defined = defined
+        #: name -> module, for names the source binds with ``import``: usable only as ``name.ATTRIBUTE``.
+        self.modules = modules or {}
+        self.qualified: set[int] = set()  # ids of module-name nodes that are the base of an attribute
         self.found: list[tuple[int, int, UnsafeCodeError]] = []
 
     def flag(self, node: ast.AST, rule: str, detail: str) -> None:
@@ -148,6 +161,10 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Name(self, node: ast.Name) -> None:
         self.check_name(node, node.id)
+        if node.id in self.modules and id(node) not in self.qualified:
+            # ``m = math`` or ``f(math)`` would pass the module on, and its attributes unchecked with it.
+            what = "rebound" if not isinstance(node.ctx, ast.Load) else "used as a value"
+            self.flag(node, "module-value", f"module name {node.id!r} {what}; only {node.id}.NAME is allowed")
         if node.id.startswith("_") and not _is_dunder(node.id) and node.id not in self.defined:
             # e.g. ``_sys`` copied into the module's globals by a helper: only names the entry binds.
             self.flag(node, "private", f"private name {node.id!r} that the entry does not define")
@@ -156,8 +173,35 @@ class _Checker(ast.NodeVisitor):
         if isinstance(node.value, str) and _PRIVATE_SPELLING.search(node.value):
             self.flag(node, "private-string", "a string spelling a dunder or private name could reach an attribute")
 
+    def check_binding(self, node: ast.AST, name: str | None) -> None:
+        """A name bound other than by assignment (argument, function, ``except ... as``, ``case``) may
+        not be an imported module's: ``math.x`` would then be checked against the wrong allowlist."""
+        if name is not None and name in self.modules:
+            self.flag(node, "module-value", f"{name!r} rebinds an imported module's name")
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self.check_binding(node, node.arg)
+        self.generic_visit(node)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        self.check_binding(node, node.name)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> None:
+        self.check_binding(node, node.name)
+        self.generic_visit(node)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> None:
+        self.check_binding(node, node.name)
+        self.generic_visit(node)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        self.check_binding(node, node.rest)
+        self.generic_visit(node)
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
+        before = len(self.found)
         if _is_dunder(attr):
             self.flag(node, "dunder", f"dunder attribute {attr!r}")
         elif attr.startswith("_") and attr not in _NAMEDTUPLE_API:
@@ -170,6 +214,11 @@ class _Checker(ast.NodeVisitor):
             self.flag(node, "forbidden-module-name", f"attribute reference to module {attr!r}")
         elif attr in _FRAME_ATTRS:
             self.flag(node, "frame", f"frame/code introspection via {attr!r}")
+        if isinstance(node.value, ast.Name) and node.value.id in self.modules:
+            self.qualified.add(id(node.value))
+            module = self.modules[node.value.id]
+            if len(self.found) == before and attribute_allowed(module, attr) is False:
+                self.flag(node, "module-attribute", f"{module}.{attr} is not on {module}'s allowlist")
         self.generic_visit(node)
 
     # --- imports --------------------------------------------------------------
@@ -177,8 +226,10 @@ class _Checker(ast.NodeVisitor):
         for alias in node.names:
             if alias.name in _EDGE_MODULES:
                 self.flag(node, "import", f"use 'from {alias.name} import ...' for the primitives")
-            elif alias.name.split(".")[0] not in self.allowed and alias.name not in self.allowed:
+            elif alias.name not in self.allowed:
                 self.flag(node, "import", f"module {alias.name!r} is not allowed")
+            elif self.modules.get(alias.asname or alias.name) != alias.name:
+                self.flag(node, "module-value", f"{alias.asname or alias.name!r} names two different modules")
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -190,17 +241,24 @@ class _Checker(ast.NodeVisitor):
             if bad:
                 self.flag(node, "import", f"{', '.join(bad)} not importable from {module}")
             return
-        if module != "__future__" and module.split(".")[0] not in self.allowed and module not in self.allowed:
+        if module != "__future__" and module not in self.allowed:
             self.flag(node, "import", f"module {module!r} is not allowed")
             return
         for alias in node.names:
-            if alias.name.startswith("_") and not _is_dunder(alias.name):
+            before = len(self.found)
+            if alias.name == "*":
+                self.flag(node, "import", f"'from {module} import *' is not allowed: name what is imported")
+            elif alias.name.startswith("_") and not _is_dunder(alias.name):
                 self.flag(node, "private", f"private name {alias.name!r}")
             else:
                 self.check_name(node, alias.name)
+            if len(self.found) == before and attribute_allowed(module, alias.name) is False:
+                self.flag(node, "module-attribute", f"{module}.{alias.name} is not on {module}'s allowlist")
+            self.check_binding(node, alias.asname or alias.name)
 
     # --- statements and expressions -------------------------------------------
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self.check_binding(node, node.name)
         for deco in node.decorator_list:
             target = deco.func if isinstance(deco, ast.Call) else deco
             if not (isinstance(target, ast.Name) and target.id in _DECORATORS):
@@ -284,7 +342,7 @@ def _check(
         return None, [UnsafeCodeError(filename, exc.lineno or 1, "syntax", exc.msg)]
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
         return None, [UnsafeCodeError(filename, 1, "syntax", str(exc) or type(exc).__name__)]
-    checker = _Checker(filename, ALLOWED_IMPORTS | extra_allowed_imports, _defined_names(tree))
+    checker = _Checker(filename, ALLOWED_IMPORTS | extra_allowed_imports, _defined_names(tree), _module_aliases(tree))
     try:
         checker.visit(tree)
     except RecursionError:

@@ -218,6 +218,45 @@ def _check_value(value: Any) -> None:
             stack.extend(item)
 
 
+def _check_lm_request(msg: tuple) -> tuple[str, tuple, dict[str, Any]]:
+    """(method, args, kwargs) of a worker's ``("lm", job, method, args, kwargs)`` request, or
+    :class:`_ProtocolError` for a shape :class:`_ParentTargetLM` never sends."""
+    if len(msg) != 5:
+        raise _ProtocolError("malformed lm request")
+    _, _, method, args, kwargs = msg
+    if not (isinstance(args, tuple) and isinstance(kwargs, dict) and args and isinstance(args[0], str)):
+        raise _ProtocolError("malformed lm request")
+    if method == "generate":
+        stop = kwargs.get("stop", ())
+        if not (
+            len(args) == 1
+            and set(kwargs) <= {"max_new_tokens", "stop", "charset"}
+            and type(kwargs.get("max_new_tokens", 64)) is int
+            and isinstance(stop, (tuple, list)) and all(isinstance(s, str) for s in stop)
+            and (kwargs.get("charset") is None or isinstance(kwargs["charset"], str))
+        ):
+            raise _ProtocolError("malformed generate request")
+    elif method == "choose":
+        if not (len(args) == 2 and not kwargs and isinstance(args[1], list) and args[1]
+                and all(isinstance(o, str) for o in args[1])):
+            raise _ProtocolError("malformed choose request")
+    else:
+        raise _ProtocolError(f"unknown lm method {method!r}")
+    return method, args, kwargs
+
+
+def _check_lm_bounds(target_lm: Any, method: str, args: tuple, kwargs: dict[str, Any]) -> None:
+    """The size bounds every model request must keep, whatever the caps: raises the entry's error."""
+    if target_lm is None:
+        raise TargetModelError("this step needs the target model, and none is configured")
+    if len(args[0]) > _MAX_PROMPT_CHARS:
+        raise LMLimitError(f"a prompt of {len(args[0])} characters exceeds the {_MAX_PROMPT_CHARS} limit")
+    if not 0 < kwargs.get("max_new_tokens", 1) <= _MAX_NEW_TOKENS:
+        raise TargetModelError(f"max_new_tokens must be between 1 and {_MAX_NEW_TOKENS}")
+    if method == "choose" and len(args[1]) > _MAX_OPTIONS:
+        raise TargetModelError(f"{len(args[1])} options exceed the limit of {_MAX_OPTIONS}")
+
+
 # ------------------------------------------------------------------------------------------------
 # Worker side (runs in the child process)
 # ------------------------------------------------------------------------------------------------
@@ -965,38 +1004,11 @@ class WorkerPool:
     def _answer_lm(self, worker: _Worker, target_lm: Any, msg: tuple, job_deadline: float, limits: LMLimits) -> None:
         """Answer one model request of a worker within the caps; raises LMLimitError (over a cap or its
         time budget) or DeadlineExceededError (the job's deadline passed) for the caller to end the job."""
-        if len(msg) != 5:
-            raise _ProtocolError("malformed lm request")
-        _, _, method, args, kwargs = msg
-        if not (isinstance(args, tuple) and isinstance(kwargs, dict) and args and isinstance(args[0], str)):
-            raise _ProtocolError("malformed lm request")
-        if method == "generate":
-            stop = kwargs.get("stop", ())
-            if not (
-                len(args) == 1
-                and set(kwargs) <= {"max_new_tokens", "stop", "charset"}
-                and type(kwargs.get("max_new_tokens", 64)) is int
-                and isinstance(stop, (tuple, list)) and all(isinstance(s, str) for s in stop)
-                and (kwargs.get("charset") is None or isinstance(kwargs["charset"], str))
-            ):
-                raise _ProtocolError("malformed generate request")
-        elif method == "choose":
-            if not (len(args) == 2 and not kwargs and isinstance(args[1], list) and args[1]
-                    and all(isinstance(o, str) for o in args[1])):
-                raise _ProtocolError("malformed choose request")
-        else:
-            raise _ProtocolError(f"unknown lm method {method!r}")
+        method, args, kwargs = _check_lm_request(msg)
         with self._lock:
             self._stats["lm_calls"] += 1
         try:
-            if target_lm is None:
-                raise TargetModelError("this step needs the target model, and none is configured")
-            if len(args[0]) > _MAX_PROMPT_CHARS:
-                raise LMLimitError(f"a prompt of {len(args[0])} characters exceeds the {_MAX_PROMPT_CHARS} limit")
-            if not 0 < kwargs.get("max_new_tokens", 1) <= _MAX_NEW_TOKENS:
-                raise TargetModelError(f"max_new_tokens must be between 1 and {_MAX_NEW_TOKENS}")
-            if method == "choose" and len(args[1]) > _MAX_OPTIONS:
-                raise TargetModelError(f"{len(args[1])} options exceed the limit of {_MAX_OPTIONS}")
+            _check_lm_bounds(target_lm, method, args, kwargs)
             new_tokens = kwargs.get("max_new_tokens", 64)
             if new_tokens > limits.max_new_tokens:
                 raise LMLimitError(f"a model call asked for {new_tokens} new tokens; the cap is {limits.max_new_tokens}")

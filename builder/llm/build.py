@@ -22,16 +22,15 @@ from typing import Any, Callable, Iterable, Mapping
 from builder.llm import prompts
 from builder.llm.assemble import assemble_module
 from builder.llm.client import AnswerError, FatalLLMError, LLMClient, LLMError, Tool
-from builder.llm.implement import FunctionOutcome, Implementer, clone_registry
+from builder.confined_build import read_sources
+from builder.confined_session import ConfinedCompiled, ConfinedRegistry, ConfinedSession
+from builder.llm.implement import FunctionOutcome, Implementer
 from builder.llm.phases import Job, decompose, identify_parameters, isolate, plan_functions
 from builder.llm.report import EntryReport, Rejected, economics, source_call_usd, summarise
 from builder.llm.verify import answers_match, pass_rate, plan_round_trips, run_round_trip
-from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
-from edge_runtime.embedder import Embedder
 from edge_runtime.errors import ArcError, CompileError
 from edge_runtime.extractor import Extractor
 from edge_runtime.metadata import EntryPoint
-from edge_runtime.registry import Registry
 
 INDEX = "build_index.jsonl"
 _KEY_MARK = re.compile(r"^build-key: (\S+)$", re.MULTILINE)
@@ -115,34 +114,19 @@ class BuildStore:
             self.decisions.pop(decision["key"], None)
 
 
-def load_registry(directory: Path, embedder: Embedder, *, threshold: float = 0.55, margin: float = 0.03) -> Registry:
-    registry = Registry(embedder, threshold=threshold, margin=margin)
-    if directory.exists():
-        registry.add_directory(directory)
-    return registry
-
-
-def registry_conflicts(registry: Registry) -> list[str]:
-    """Every do() intent and entry root must still resolve, unambiguously, once the new module is in."""
-    problems = []
-    for reg in registry.functions.values():
-        for intent in reg.facts.intents:
-            try:
-                registry.resolve_function(intent)
-            except ArcError as exc:
-                problems.append(f"{reg.source_module}.{reg.function.name}: {exc}")
-    for entry_id in registry.entries:
-        try:
-            registry.check_entry(entry_id)
-        except ArcError as exc:
-            problems.append(str(exc))
-    return problems
+def load_registry(directory: Path, session: ConfinedSession) -> ConfinedRegistry:
+    """The accepted modules of ``directory``, registered and checked in the confined session (this
+    process only reads their text), as ``Registry.add_directory`` would."""
+    directory = Path(directory)
+    sources = read_sources(directory) if directory.exists() else {}
+    return session.registry([(text, str(directory / name), Path(name).stem) for name, text in sources.items()],
+                            check=True)
 
 
 class QuestionBuilder:
     """Builds one question end to end; any failure becomes a rejection with its reason."""
 
-    def __init__(self, client: LLMClient, main: Registry, options: BuildOptions, extractor: Extractor,
+    def __init__(self, client: LLMClient, main: ConfinedRegistry, options: BuildOptions, extractor: Extractor,
                  target_lm: Any = None) -> None:
         self.client = client
         self.main = main
@@ -187,7 +171,7 @@ class QuestionBuilder:
         report.entry_id, report.module = parameters.entry_id, parameters.module
         plan = plan_functions(self.client, job, decomposition, parameters)
         report.granularity = plan.granularity
-        workspace = clone_registry(self.main)
+        workspace = self.main.clone()
         implementer = Implementer(self.client, job, plan, workspace, reference=reference,
                                   max_tries=self.options.max_tries, run_seconds=self.options.run_seconds,
                                   reuse=self.options.reuse)
@@ -197,17 +181,17 @@ class QuestionBuilder:
             report.functions = [o.as_dict() for o in implementer.outcomes]
         entry = parameters.entry(job.question, plan.root_function.description, plan.answer_key)
         source = self.assemble(job, entry, outcomes)
-        final = clone_registry(self.main)
+        final = self.main.clone()
         try:
             final.add_source(source, f"{parameters.module}.py", parameters.module)
             final.check_entry(entry.id)
         except ArcError as exc:
             raise Rejected("entry_invalid", str(exc)) from exc
-        conflicts = registry_conflicts(final)
+        conflicts = final.conflicts()
         if conflicts:
             raise Rejected("registry_conflict", conflicts)
         try:
-            compiled = LoadedCompiledEntry(compile_entry(final, entry.id).source, entry.id)
+            compiled = final.compile(entry.id)
         except (CompileError, ArcError) as exc:
             raise Rejected("compile_failed", str(exc)) from exc
         self.test_original(final, compiled, entry, reference)
@@ -228,7 +212,7 @@ class QuestionBuilder:
         chunks = [o.source for o in outcomes if o.source]
         return assemble_module(chunks, docstring="\n".join(lines) + "\n", entry=entry)
 
-    def test_original(self, final: Registry, compiled: LoadedCompiledEntry, entry: EntryPoint, reference: Any) -> None:
+    def test_original(self, final: ConfinedRegistry, compiled: ConfinedCompiled, entry: EntryPoint, reference: Any) -> None:
         try:
             dynamic = final.run(entry.id, entry.original_values, target_lm=self.target_lm).result[entry.answer_key]
             static = compiled.run(entry.original_values, target_lm=self.target_lm).result[entry.answer_key]
@@ -237,7 +221,7 @@ class QuestionBuilder:
         if not answers_match(dynamic, reference) or not answers_match(static, reference):
             raise Rejected("wrong_on_original", f"answers {dynamic!r} (compiled {static!r}); the transcript's answer is {reference!r}")
 
-    def test_round_trips(self, job: Job, entry: EntryPoint, compiled: LoadedCompiledEntry, report: EntryReport) -> None:
+    def test_round_trips(self, job: Job, entry: EntryPoint, compiled: ConfinedCompiled, report: EntryReport) -> None:
         seed = int(hashlib.sha256(f"{self.options.seed}:{job.key}".encode()).hexdigest()[:8], 16)
         trips = plan_round_trips(entry, self.options.round_trips, seed)
         if self.options.references and trips:
@@ -270,7 +254,7 @@ def build_entries(
     registry_dir: str | Path,
     client: LLMClient,
     *,
-    embedder: Embedder | None = None,
+    session: ConfinedSession | None = None,
     options: BuildOptions | None = None,
     extractor: Extractor | None = None,
     target_lm: Any = None,
@@ -279,16 +263,32 @@ def build_entries(
 ) -> dict[str, Any]:
     """Build every transcript row ({"question", "transcript", "answer"}) into ``registry_dir``; resumable.
 
+    Every registration, compile and test run of the code the builder model writes happens in
+    ``session`` (:mod:`builder.confined_session`; one is started, and closed at the end, when none
+    is given), never in this process, which holds the API key.
+
     Returns the summary (see :func:`builder.llm.report.summarise`) with a ``reports`` list."""
     started = time.perf_counter()
     options = options or BuildOptions()
-    if embedder is None:
-        from edge_runtime.embedder import OnnxSentenceEmbedder
+    own_session = session is None
+    if session is None:
+        session = ConfinedSession(run_seconds=options.run_seconds)
+    try:
+        return _build_all(transcripts, registry_dir, client, session, options, extractor, target_lm, progress,
+                          on_accepted, started)
+    finally:
+        if own_session:
+            session.close()
 
-        embedder = OnnxSentenceEmbedder()
+
+def _build_all(
+    transcripts: Iterable[Mapping[str, Any]], registry_dir: str | Path, client: LLMClient, session: ConfinedSession,
+    options: BuildOptions, extractor: Extractor | None, target_lm: Any, progress: bool,
+    on_accepted: Callable[[EntryReport], None] | None, started: float,
+) -> dict[str, Any]:
     store = BuildStore(registry_dir)
     store.adopt_orphans()
-    main = load_registry(store.root, embedder)
+    main = load_registry(store.root, session)
     builder = QuestionBuilder(client, main, options, extractor or Extractor(None), target_lm)
     cost_before = client.meter.usd
     rows = list(transcripts)

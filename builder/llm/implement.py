@@ -19,22 +19,17 @@ with ``function_rejected`` and every attempt's problems are kept in the report.
 from __future__ import annotations
 
 import ast
-import copy
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from builder.time_limit import time_limit
+from builder.confined_session import ConfinedRegistry, FunctionInfo
 from builder.llm import prompts
 from builder.llm.assemble import assemble_module
 from builder.llm.client import JUDGES, AnswerError, LLMClient, Tool
 from builder.llm.phases import Job, Plan, PlannedFunction, ask_builder, normalise
 from builder.llm.report import Rejected
 from builder.llm.verify import answers_match, jsonable
-from edge_runtime.context import Context
 from edge_runtime.errors import AmbiguousReferenceError, ArcError, NoMatchError
-from edge_runtime.metadata import SemanticFunction
-from edge_runtime.registry import Registry, RegisteredFunction, wrap_failures
-from edge_runtime.semantic import call_function
 from edge_runtime.validator import find_violations
 
 SUBMIT_TOOL = Tool(
@@ -67,15 +62,6 @@ VERDICT_TOOL = Tool(
     },
     check=_verdict_problems,
 )
-
-
-def clone_registry(registry: Registry) -> Registry:
-    """An isolated copy: registering into it leaves ``registry`` untouched (functions are shared, immutable)."""
-    clone = copy.copy(registry)
-    for name, value in vars(registry).items():
-        if isinstance(value, (dict, list)):
-            setattr(clone, name, copy.copy(value))
-    return clone
 
 
 @dataclass
@@ -132,14 +118,16 @@ def narration_problems(node: ast.FunctionDef) -> list[str]:
 
 
 class Implementer:
-    """Phase 5 for one question; functions it accepts are registered into ``workspace`` as it goes."""
+    """Phase 5 for one question; functions it accepts are registered into ``workspace`` as it goes.
+
+    ``workspace`` lives in the confined session: candidate code is registered and run there only."""
 
     def __init__(
         self,
         client: LLMClient,
         job: Job,
         plan: Plan,
-        workspace: Registry,
+        workspace: ConfinedRegistry,
         *,
         reference: Any,
         max_tries: int = 3,
@@ -154,7 +142,7 @@ class Implementer:
         self.max_tries = max_tries
         self.run_seconds = run_seconds
         self.reuse = reuse
-        self.actual: dict[str, SemanticFunction] = {}  # normalised planned description -> function in use
+        self.actual: dict[str, FunctionInfo] = {}  # normalised planned description -> function in use
         self.outcomes: list[FunctionOutcome] = []
 
     # ---- the loop over functions ----------------------------------------------------------
@@ -167,23 +155,22 @@ class Implementer:
                 self.actual[normalise(planned.description)] = function
                 self.outcomes.append(FunctionOutcome(
                     planned.name, function.name, function.description, "reused",
-                    reused={"function": function.name, "module": self.workspace.registered(function).source_module,
+                    reused={"function": function.name, "module": function.module,
                             "description": function.description, "similarity": round(score, 4)},
                 ))
                 continue
             self.outcomes.append(self.implement(self.spec(planned, is_root)))
         return self.outcomes
 
-    def find_reusable(self, description: str) -> tuple[SemanticFunction, float] | None:
+    def find_reusable(self, description: str) -> tuple[FunctionInfo, float] | None:
         try:
             function = self.workspace.resolve_function(description)
         except NoMatchError:
             return None
         except AmbiguousReferenceError as exc:  # near-duplicates: reuse the closest
             best = exc.candidates[0][0]
-            function = next(r.function for r in self.workspace.functions.values() if r.function.description == best)
-        vectors = self.workspace.embedder.embed([description, function.description])
-        return function, float(vectors[0] @ vectors[1])
+            function = next(f for f in self.workspace.functions.values() if f.description == best)
+        return function, self.workspace.similarity(description, function.description)
 
     def spec(self, planned: PlannedFunction, is_root: bool) -> FunctionSpec:
         name, n = planned.name, 2
@@ -215,7 +202,7 @@ class Implementer:
             if accepted is not None:
                 self.workspace.add_source(self.chunk_module(spec, attempt.source), f"<built {spec.name}>",
                                           f"_arc_build_{spec.name}")
-                self.actual[normalise(spec.description)] = self.workspace.functions[spec.name].function
+                self.actual[normalise(spec.description)] = self.workspace.functions[spec.name]
                 outcome.source = attempt.source
                 return outcome
             previous, feedback = attempt.source, attempt.problems
@@ -227,13 +214,13 @@ class Implementer:
     def chunk_module(self, spec: FunctionSpec, source: str) -> str:
         return assemble_module([source], docstring=f"Candidate {spec.name} (build workspace).")
 
-    def evaluate(self, spec: FunctionSpec, attempt: Attempt) -> RegisteredFunction | None:
+    def evaluate(self, spec: FunctionSpec, attempt: Attempt) -> FunctionInfo | None:
         """Static checks, run, judges; problems go into ``attempt``; the function when it passes all."""
         source = attempt.source or ""
         problems = self.static_problems(spec, source)
         registered = None
         if not problems:
-            scratch = clone_registry(self.workspace)
+            scratch = self.workspace.clone()
             try:
                 scratch.add_source(self.chunk_module(spec, source), f"<candidate {spec.name}>",
                                    f"_arc_candidate_{spec.name}_{attempt.number}")
@@ -248,7 +235,7 @@ class Implementer:
             problems += [{"stage": "interface", "problem": p} for p in self.interface_problems(spec, registered)]
             problems += [{"stage": "narration", "problem": p} for p in narration_problems(registered.facts.node)]
         if not problems and registered is not None:
-            attempt.run = self.run_candidate(scratch, registered.function, spec, problems)
+            attempt.run = self.run_candidate(scratch, spec, problems)
         if not problems:
             attempt.verdicts = self.judge(spec, source, attempt.run or {})
             for verdict in attempt.verdicts:
@@ -272,8 +259,8 @@ class Implementer:
             problems.append("do not declare an entry point; the builder generates it")
         return [{"stage": "structure", "problem": p} for p in problems]
 
-    def interface_problems(self, spec: FunctionSpec, registered: RegisteredFunction) -> list[str]:
-        fn, facts = registered.function, registered.facts
+    def interface_problems(self, spec: FunctionSpec, registered: FunctionInfo) -> list[str]:
+        fn, facts = registered, registered.facts
         problems = []
         if normalise(fn.description) != normalise(spec.description):
             problems.append(f"the description must be exactly {spec.description!r}, not {fn.description!r}")
@@ -288,21 +275,24 @@ class Implementer:
             problems.append(f"calls must be exactly {spec.calls}, not {list(fn.calls)}")
         return problems
 
-    def run_candidate(
-        self, scratch: Registry, function: SemanticFunction, spec: FunctionSpec, problems: list[dict[str, Any]]
-    ) -> dict[str, Any]:
-        """Run on the original values; mismatches with the transcript's values become problems."""
-        ctx = Context(resolver=scratch)
+    def run_candidate(self, scratch: ConfinedRegistry, spec: FunctionSpec, problems: list[dict[str, Any]]) -> dict[str, Any]:
+        """Run on the original values, in the confined session within ``run_seconds``; mismatches with
+        the transcript's values become problems."""
         record: dict[str, Any] = {"inputs": jsonable(spec.inputs)}
         try:
-            with time_limit(self.run_seconds), wrap_failures(spec.name, ctx):
-                out = call_function(ctx, function, spec.inputs)
-        except (ArcError, TimeoutError) as exc:
+            run = scratch.run_function(spec.name, spec.inputs, self.run_seconds)
+        except ArcError as exc:  # the session itself failed: stopped at its time limit, or died
             problems.append({"stage": "run", "problem": f"{type(exc).__name__}: {exc}"})
-            record["error"] = str(exc)
+            record["error"], record["narration"] = str(exc), []
             return record
-        finally:
-            record["narration"] = [step.text for step in ctx.trace]
+        record["narration"] = run.narration
+        if run.error is not None:
+            if not isinstance(run.error, (ArcError, TimeoutError)):
+                raise run.error
+            problems.append({"stage": "run", "problem": f"{type(run.error).__name__}: {run.error}"})
+            record["error"] = str(run.error)
+            return record
+        out = run.outputs or {}
         record["outputs"] = jsonable(dict(out))
         expected = dict(spec.outputs)
         if spec.root and self.plan.answer_key in expected:

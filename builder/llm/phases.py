@@ -13,12 +13,12 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from builder.confined_session import ConfinedRegistry
 from builder.llm import prompts
 from builder.llm.client import AnswerError, LLMClient, Meter, Tool
 from builder.llm.report import Rejected
 from edge_runtime.errors import ArcError
 from edge_runtime.metadata import PARAM_TYPES, EntryPoint, Param
-from edge_runtime.registry import Registry
 
 
 def normalise(text: str) -> str:
@@ -187,7 +187,7 @@ def read_parameters(answer: dict[str, Any]) -> Parameters:
     return Parameters(answer["entry_id"], answer["problem_class"], answer["description"], answer["template"], params)
 
 
-def parameters_check(question: str, registry: Registry) -> Callable[[dict[str, Any]], list[str]]:
+def parameters_check(question: str, registry: ConfinedRegistry) -> Callable[[dict[str, Any]], list[str]]:
     def check(answer: dict[str, Any]) -> list[str]:
         try:
             parsed = read_parameters(answer)
@@ -208,7 +208,7 @@ def parameters_check(question: str, registry: Registry) -> Callable[[dict[str, A
     return check
 
 
-def identify_parameters(client: LLMClient, job: Job, decomposition: dict[str, Any], registry: Registry) -> Parameters:
+def identify_parameters(client: LLMClient, job: Job, decomposition: dict[str, Any], registry: ConfinedRegistry) -> Parameters:
     tool = Tool("record_parameters", "Record the problem class, input template and parameters.",
                 PARAMETERS_SCHEMA, check=parameters_check(job.question, registry))
     answer = ask_builder(client, job, prompts.parameters_prompt(decomposition), tool, "parameters_failed")

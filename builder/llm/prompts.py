@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
+from edge_runtime.module_allowlist import MODULE_ATTRIBUTES
+
 BUILDER_SYSTEM = (
     "You are the builder of ARC, an agentic reasoning cache. A large source model reasoned about a "
     "question; you turn its transcript into a cache entry: a small, readable Python program of semantic "
@@ -34,8 +36,9 @@ SOURCE_SYSTEM = (
 
 ENTRY_FORMAT = '''\
 How a semantic function is written (the runtime checks every rule):
-- The source you submit holds optional imports (only math, fractions, decimal, statistics, datetime,
-  itertools, functools, operator, re, string, collections), optional module-level constants (plain
+- The source you submit holds optional imports (only IMPORTABLE; use only their public functions and
+  constants, e.g. math.ceil, math.prod, Fraction, Decimal, always as module.name or from module import
+  name, never the module itself as a value), optional module-level constants (plain
   literals, e.g. GAS_CONSTANT = 8.314462618) and exactly ONE function `def NAME(ctx):` decorated with
   `@semantic_function(description, inputs={...}, outputs={...}, calls=[...])`. The primitives
   (semantic_function, load, do, narrate, convert, lm, extract, smart_convert) are imported for you.
@@ -64,7 +67,7 @@ def buses_to_hire(ctx):
     buses = full + 1 if left_over else full
     narrate(ctx, f"{people} ÷ {seats} = {full} remainder {left_over}, so we need {buses} buses.")
     return {"number of buses to hire": buses}
-'''
+'''.replace("IMPORTABLE", ", ".join(MODULE_ATTRIBUTES))
 
 
 def _json(value: Any) -> str:

@@ -16,12 +16,19 @@ import random
 import re
 from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
-from edge_runtime.compiler import LoadedCompiledEntry
 from edge_runtime.errors import ArcError
 from edge_runtime.extractor import Extractor
 from edge_runtime.metadata import EntryPoint, Param
+from edge_runtime.registry import Execution
+
+
+class CompiledRunner(Protocol):
+    """A compiled entry that can be run: the builder's is loaded in its confined session
+    (:class:`builder.confined_session.ConfinedCompiled`), so the run happens there."""
+
+    def run(self, values: Mapping[str, Any], *, target_lm: Any = None) -> Execution: ...
 
 _NUMBER = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 
@@ -149,7 +156,7 @@ def _same_value(a: Any, b: Any) -> bool:
 
 
 def run_round_trip(
-    entry: EntryPoint, compiled: LoadedCompiledEntry, extractor: Extractor, trip: RoundTrip, target_lm: Any = None
+    entry: EntryPoint, compiled: CompiledRunner, extractor: Extractor, trip: RoundTrip, target_lm: Any = None
 ) -> RoundTrip:
     """Extract, run and compare one rendered question; fills ``trip`` in and returns it."""
     try:

@@ -74,14 +74,14 @@ def builder_requests(requests: list[Any], tool: str, mark: str) -> list[Any]:
 
 
 @pytest.fixture(scope="module")
-def built(embedder, tmp_path_factory):
+def built(tmp_path_factory):
     """One full recorded build of the three questions; the stub is stopped afterwards."""
     data = load_fixture()
     root = tmp_path_factory.mktemp("llm-build")
     cassette = root / "cassette.jsonl"
     with StubMessagesServer(data["script"]) as stub:
         client = LLMClient(config(stub.base_url, record=cassette))
-        summary = build_entries(data["transcripts"], root / "registry", client, embedder=embedder, options=OPTIONS)
+        summary = build_entries(data["transcripts"], root / "registry", client, options=OPTIONS)
         client.close()
     return SimpleNamespace(summary=summary, stub=stub, requests=stub.requests, registry=root / "registry",
                            cassette=cassette, data=data, client=client)
@@ -223,6 +223,28 @@ def test_exact_dollars_for_one_call():
         1, 1234, 567, 890, 4321)
 
 
+def test_no_llm_written_code_is_imported_or_run_in_the_builder_process(monkeypatch, tmp_path):
+    """Every registration, compile check and test run happens in the confined session: here any
+    import of entry code in this process (the only way to run it) fails the test."""
+    import edge_runtime.compiler
+    import edge_runtime.registry
+    import edge_runtime.sandbox
+
+    def refuse(source: str, filename: str, module_name: str) -> dict:
+        raise AssertionError(f"{filename} was imported in the builder's own process")
+
+    for module in (edge_runtime.sandbox, edge_runtime.registry, edge_runtime.compiler):
+        monkeypatch.setattr(module, "exec_source", refuse)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+    data = load_fixture()
+    with StubMessagesServer(data["script"]) as stub:
+        client = LLMClient(config(stub.base_url))
+        summary = build_entries(data["transcripts"], tmp_path / "registry", client, options=OPTIONS)
+        client.close()
+    assert (summary["accepted"], summary["rejected_by_reason"]) == (2, {"round_trip_failed": 1})
+    assert by_question(summary, Q1_MARK)["functions"][1]["attempts"][1]["run"]["outputs"]  # the candidate ran
+
+
 # ---- retries ---------------------------------------------------------------------------------
 ANSWER = Tool("record_answer", "answer", {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]})
 
@@ -271,10 +293,10 @@ def test_malformed_answers_are_bounded_and_never_crash():
 
 
 # ---- record / replay and resuming ---------------------------------------------------------------
-def test_record_then_replay_builds_the_same_entries_without_http(built, embedder, tmp_path):
+def test_record_then_replay_builds_the_same_entries_without_http(built, tmp_path):
     assert built.cassette.exists()
     client = LLMClient(ClientConfig(base_url="http://127.0.0.1:9", replay=built.cassette))  # nothing listens there
-    summary = build_entries(built.data["transcripts"], tmp_path / "replayed", client, embedder=embedder, options=OPTIONS)
+    summary = build_entries(built.data["transcripts"], tmp_path / "replayed", client, options=OPTIONS)
     assert client.http_calls == 0
     assert summary["entries"] == built.summary["entries"]
     assert summary["rejected_by_reason"] == built.summary["rejected_by_reason"]
@@ -289,7 +311,7 @@ def test_replay_refuses_a_request_it_never_recorded(built):
         client.ask("source", system="s", prompt="a question nobody recorded", tool=ANSWER)
 
 
-def test_a_crash_after_the_first_accepted_entry_loses_nothing_and_is_not_rebuilt(embedder, tmp_path):
+def test_a_crash_after_the_first_accepted_entry_loses_nothing_and_is_not_rebuilt(tmp_path):
     data = load_fixture()
     registry = tmp_path / "registry"
 
@@ -299,12 +321,11 @@ def test_a_crash_after_the_first_accepted_entry_loses_nothing_and_is_not_rebuilt
     with StubMessagesServer(data["script"]) as stub:
         client = LLMClient(config(stub.base_url))
         with pytest.raises(RuntimeError, match="school-bus-hire"):
-            build_entries(data["transcripts"], registry, client, embedder=embedder, options=OPTIONS, on_accepted=crash)
+            build_entries(data["transcripts"], registry, client, options=OPTIONS, on_accepted=crash)
         first_module = (registry / "school_bus_hire.py").read_text()
         assert list(BuildStore(registry).decisions) == [question_key(data["transcripts"][0])]
         before = len(stub.requests)
-        summary = build_entries(data["transcripts"], registry, LLMClient(config(stub.base_url)), embedder=embedder,
-                                options=OPTIONS)
+        summary = build_entries(data["transcripts"], registry, LLMClient(config(stub.base_url)), options=OPTIONS)
         rerun = stub.requests[before:]
     assert summary["skipped_decided"] == 1 and summary["built_this_run"] == 2
     assert summary["accepted"] == 2 and summary["entries"] == ["outing-empty-seats", "school-bus-hire"]
@@ -343,14 +364,13 @@ def test_accepted_modules_validate_register_and_compile(built, embedder):
     assert "buses_needed" in compile_entry(registry, "outing-empty-seats").functions
 
 
-def test_cli_entries_prints_one_json_summary(embedder, tmp_path, monkeypatch, capsys):
+def test_cli_entries_prints_one_json_summary(tmp_path, monkeypatch, capsys):
     from builder.cli import main
 
     data = load_fixture()
     transcripts = tmp_path / "transcripts.jsonl"
     transcripts.write_text("".join(json.dumps(row) + "\n" for row in data["transcripts"]))
     monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
-    monkeypatch.setattr("edge_runtime.embedder.OnnxSentenceEmbedder", lambda: embedder)
     with StubMessagesServer(data["script"]) as stub:
         code = main(["entries", str(transcripts), "--registry", str(tmp_path / "reg"), "--base-url", stub.base_url,
                      "--round-trips", "4", "--json"])

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import textwrap
+import types
 
 import pytest
 
 from edge_runtime.errors import UnsafeCodeError
+from edge_runtime.module_allowlist import MODULE_ATTRIBUTES
 from edge_runtime.validator import ALLOWED_IMPORTS, find_violations, validate_source
 
 CLEAN = textwrap.dedent(
@@ -64,17 +67,29 @@ def test_clean_sample_passes_and_returns_tree() -> None:
 
 
 def test_allowlist_contents() -> None:
-    assert {"math", "collections", "re", "edge_runtime", "edge_runtime.semantic"} <= ALLOWED_IMPORTS
-    assert "os" not in ALLOWED_IMPORTS
+    assert {"math", "re", "datetime", "edge_runtime", "edge_runtime.semantic"} <= ALLOWED_IMPORTS
+    # the helper modules every issue-19 escape went through are not importable at all
+    assert not {"os", "functools", "collections", "operator"} & ALLOWED_IMPORTS
+    assert set(MODULE_ATTRIBUTES) == ALLOWED_IMPORTS - {"edge_runtime", "edge_runtime.semantic"}
+
+
+@pytest.mark.parametrize("module", sorted(MODULE_ATTRIBUTES))
+def test_every_allowlisted_attribute_is_a_public_non_module_attribute(module: str) -> None:
+    imported = importlib.import_module(module)
+    for name in MODULE_ATTRIBUTES[module]:
+        assert not name.startswith("_") and hasattr(imported, name), f"{module}.{name}"
+        assert not isinstance(getattr(imported, name), types.ModuleType), f"{module}.{name} is a module"
 
 
 @pytest.mark.parametrize(
     "source",
     [
-        "from math import *\n",
-        "import collections.abc\n",
-        "from collections import Counter, defaultdict\n",
         "from edge_runtime import load, do\n",
+        "import math as m\n\n\ndef f(x):\n    return m.ceil(x) + m.pi\n",
+        "import datetime\n\n\ndef f():\n    return datetime.datetime(2020, 1, 1) + datetime.timedelta(days=2)\n",
+        "from datetime import timedelta\nfrom fractions import Fraction\nX = Fraction(1, 3)\n",
+        "import decimal\n\n\ndef f(x):\n    return decimal.Decimal(x).quantize(decimal.Decimal('0.01'), rounding=decimal.ROUND_HALF_UP)\n",
+        "import re\n\n\ndef f(s):\n    return re.findall(r'[0-9]+', s, re.IGNORECASE)\n",
         "def f(p):\n    return p._asdict()\n",
         "def f(xs):\n    try:\n        return max(xs)\n    except ValueError:\n        return None\n",
         "X: int = 3\npass\n",
@@ -111,16 +126,34 @@ HOSTILE = [
     ("import importlib.util\n", "import", 1),
     ("sys.modules\n", "forbidden-module-name", 1),
     ("def f():\n    return type('X', (), {})\n", "forbidden-call", 2),
-    ("import functools\n\n@functools.lru_cache\ndef f():\n    return 1\n", "decorator", 3),
+    ("import math\n\n@math.ceil\ndef f():\n    return 1\n", "decorator", 3),
     ("def f():\n    yield 1\n", "generator", 2),
     ("x = 1\ndef f(:\n    pass\n", "syntax", 2),
     # escape routes through allowlisted modules and helpers
     ("import fractions\nM = fractions.sys.modules\n", "forbidden-module-name", 2),
-    ("import collections\nS = collections._sys\n", "private", 2),
-    ("from collections import _sys\n", "private", 1),
+    ("import statistics\nS = statistics._sum\n", "private", 2),
+    ("from statistics import _sum\n", "private", 1),
     ("import re\nB = re.enum.bltns\n", "forbidden-module-name", 2),
-    ("import operator\nG = operator.attrgetter('__globals__')\n", "forbidden-call", 2),
-    ("from operator import methodcaller\n", "forbidden-call", 1),
+    # functools, collections and operator are not importable at all
+    ("import operator\nG = operator.attrgetter('__globals__')\n", "import", 1),
+    ("from operator import methodcaller\n", "import", 1),
+    ("import collections\nS = collections._sys\n", "import", 1),
+    ("import collections.abc\n", "import", 1),
+    ("from collections import Counter, defaultdict\n", "import", 1),
+    ("import functools\n", "import", 1),
+    # the per-module attribute allowlist (edge_runtime/module_allowlist.py)
+    ("import statistics\ndef f():\n    return statistics.namedtuple('P', 'a')\n", "module-attribute", 3),
+    ("import fractions\ndef f():\n    return fractions.numbers.Rational\n", "module-attribute", 3),
+    ("import decimal\ndef f():\n    decimal.getcontext().prec = 2\n", "module-attribute", 3),
+    ("from statistics import random\n", "module-attribute", 1),
+    ("from string import Template\n", "module-attribute", 1),
+    ("from math import *\n", "import", 1),
+    ("import math\nM = math\n", "module-value", 2),
+    ("import math\ndef f():\n    return [math][0].pi\n", "module-value", 3),
+    ("import math\ndef f(math):\n    return math.pi\n", "module-value", 2),
+    ("import math\ndef f():\n    for math in range(3):\n        pass\n", "module-value", 3),
+    ("import math as m\nimport re as m\n", "module-value", 2),
+    ("import datetime\nfrom datetime import datetime\n", "module-value", 2),
     ("from string import Formatter\n", "format-string", 1),
     ("F = '{0.__class__}'.format_map\n", "format-string", 1),
     ("def f():\n    return (x for x in ()).gi_frame.f_back\n", "frame", 2),
