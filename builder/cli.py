@@ -117,7 +117,7 @@ def _main(argv: list[str] | None) -> int:
     ev.add_argument("--queries", type=Path, action="append", required=True, help="JSONL query set (repeatable)")
     ev.add_argument("--json", type=Path, required=True, help="write the report here (per-query records beside it)")
     ev.add_argument("--markdown", type=Path, default=None)
-    ev.add_argument("--plots", type=Path, default=Path("docs/img"), help="directory for PNG plots (default docs/img)")
+    ev.add_argument("--plots", type=Path, default=None, help="directory for PNG plots (default: img/ beside --json; the docs' figures are only rewritten when asked)")
     ev.add_argument("--limit", type=int, default=None, help="at most N rows per set, spread over kinds")
     ev.add_argument("--systems", default=None, help="comma-separated subset of arc,arc_guard_off,exact_cache,gptcache,gptcache_t0.9")
     ev.add_argument("--speed-seconds", type=float, default=8.0, help="duration of each throughput run")

@@ -392,7 +392,7 @@ def cli_eval(args: Any) -> int:
     systems = tuple(s.strip() for s in args.systems.split(",") if s.strip()) if args.systems else ALL_SYSTEMS
     options = EvalOptions(
         bundle=args.bundle, queries=list(args.queries), json_path=args.json, markdown=args.markdown,
-        plots=args.plots, limit=args.limit, systems=systems, speed_seconds=args.speed_seconds,
+        plots=args.plots if args.plots is not None else Path(args.json).parent / "img", limit=args.limit, systems=systems, speed_seconds=args.speed_seconds,
         sweep_probes=not args.no_probes, resume=args.resume, command=command_line(args), progress=console.log,
     )
     for path in [options.bundle, *options.queries]:
