@@ -23,7 +23,9 @@ _NUMBER_WORDS = (
 ).split()
 _WORD = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _SPAN = re.compile(
-    rf"(?<![\w.])-?(?:\d+\s+\d+/\d+|\d+/\d+|\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d*\.\d+|\d+)(?![\w/])"
+    # a unit may follow without a space ("115g", "$427/hour"); a digit, an ordinal ending or "/3" may not
+    rf"(?<![\w.])-?(?:\d+\s+\d+/\d+|\d+/\d+|\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d*\.\d+|\d+)"
+    rf"(?![\d_]|[.,/]\d|(?:st|nd|rd|th)\b)"
     rf"|\b(?:(?:{_WORD})(?:[\s-]+(?:and\s+)?(?:a\s+)?(?:{_WORD}))*)\b"
     rf"|\ban?\s+(?:half|third|quarter|fifth|sixth|eighth|tenth|dozen)\b",  # "a third", "a dozen"
     re.IGNORECASE,

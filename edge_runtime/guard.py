@@ -60,7 +60,8 @@ STRUCTURAL: dict[str, tuple[float, ...]] = {
 _CARD = "|".join(sorted(_CARDINALS, key=len, reverse=True))
 _STRUCT = "|".join(sorted(STRUCTURAL, key=len, reverse=True))
 _NUMBER = re.compile(
-    r"(?<![\w.])(?:\d+\s+\d+/\d+|\d+/\d+|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+)(?![\w/]|\.\d)"
+    # a unit may follow without a space ("115g", "73km/hr", "$427/hour"); a digit, "1st" or "2/3" may not
+    r"(?<![\w.])(?:\d+\s+\d+/\d+|\d+/\d+|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+)(?![\d_]|[.,/]\d)"
     rf"|\b(?:(?:{_CARD})(?:[\s-]+(?:and\s+)?(?:{_CARD}))*(?:[\s-]+(?:{_STRUCT}))?)\b"
     rf"|\b(?:(?:a|an)\s+)?(?:{_STRUCT})\b",
     re.IGNORECASE,

@@ -146,6 +146,23 @@ def test_each_check_can_be_switched_off():
     assert lenient(DUCKS, question, DUCK_VALUES, "lm-draft") is None
 
 
+def test_a_number_with_its_unit_written_on_is_a_stated_number():
+    texts = [m.text for m in scan("It weighs 115g, runs at 73km/hr and costs $427/hour on the 4th and 21st day.")]
+    assert texts == ["115", "73", "427"]
+    stall = EntryPoint(
+        id="stall", description="stall", root="r",
+        template="A stall rents for ${rent}/day and sells {jars} jars of 250g honey. What is the rent for {days} days?",
+        params=(Param("rent", "rent per day", float, 30.0), Param("jars", "jars", int, 8), Param("days", "days", int, 3)),
+    )
+    values = {"rent": 45.0, "jars": 9, "days": 4}
+    assert check(stall, "A stall rents for $45/day and sells 9 jars of 250g honey. What is the rent for 4 days?",
+                 values) is None
+    # an added amount written with its unit on is as visible as any other number
+    refusal = check(stall, "A stall rents for $45/day plus $5/day for power and sells 9 jars of 250g honey. "
+                           "What is the rent for 4 days?", values)
+    assert refusal is not None and "'5'" in refusal
+
+
 def test_number_scanner_and_question_helpers():
     texts = [m.text for m in scan("She sold a third of 1,200 pens, twice 3 1/2 boxes and forty-two cups, 25% on the 1st day.")]
     assert texts == ["a third", "1,200", "twice", "3 1/2", "forty-two", "25"]
