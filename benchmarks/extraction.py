@@ -240,7 +240,8 @@ def bundle_accuracy(bundle_path: Path, set_path: Path, threads: int) -> dict[str
         model = bundle_model_dir(bundle, lambda m: print(m, file=sys.stderr))
         if model is not None:
             runtime.blobs.import_target_model(model)
-        staged, _ = runtime.stage_bundle(bundle_path.read_bytes())
+        staged, missing = runtime.stage_bundle(bundle_path.read_bytes())
+        runtime.blobs.import_from_dir(bundle_path.parent / "blobs", missing)  # routing table, tokenizer
         runtime.activate(f"{staged.name}-{staged.version}")
         right = 0
         for row in tqdm(rows, desc=set_path.stem, file=sys.stderr):

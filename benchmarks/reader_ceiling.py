@@ -137,7 +137,8 @@ def measure(bundle_path: Path, queries: Path, readers: list[str]) -> dict[str, A
             model = bundle_model_dir(bundle, lambda message: None)
             if model is not None:
                 runtime.blobs.import_target_model(model)
-            staged, _ = runtime.stage_bundle(bundle_path.read_bytes())
+            staged, missing = runtime.stage_bundle(bundle_path.read_bytes())
+            runtime.blobs.import_from_dir(bundle_path.parent / "blobs", missing)  # routing table, tokenizer
             runtime.activate(f"{staged.name}-{staged.version}")
             answerer = runtime._active
             assert answerer is not None

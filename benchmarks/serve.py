@@ -2,6 +2,7 @@
 
 Builds (or reuses) the example bundle with the SmolLM2-135M int8 target model, starts
 `arc-edge serve` as a separate process on 127.0.0.1, and drives it with real gRPC clients.
+Last, the bytes a first push and a code-only update move (benchmarks/bundle_update.py).
 
     .venv/bin/python benchmarks/serve.py [--requests N] [--json]
 """
@@ -258,6 +259,17 @@ def reference_pass_ms(model: Path) -> float:
     return round(float(out.stdout.strip()), 1)
 
 
+def update_bytes(model: Path) -> dict:
+    """What pushing the example bundle moves over gRPC: first push, and a code-only update (bundle_update.py)."""
+    from builder.distill import distill_static_embedder
+    from builder.pipeline import EMBEDDER_DIR
+    from bundle_update import measure
+
+    with tempfile.TemporaryDirectory(prefix="arc-update-bench-") as tmp:
+        measured = measure(model, distill_static_embedder(EMBEDDER_DIR), Path(tmp))
+    return {name: measured[name] for name in ("first_push_bytes", "code_only_update_bytes", "full_bundle_bytes")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=60, help="questions per path for the latency figures")
@@ -331,6 +343,7 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(30)
+    figures.update(update_bytes(Path(model)))
     figures["machine"] = f"{os.cpu_count()} cores"
     figures["recipe"] = recipe
     figures["spin"] = args.spin
@@ -346,7 +359,8 @@ def main() -> None:
     table.add_column("value", justify="right")
     for key_name in ("fast_hit_p50_ms", "fast_hit_p99_ms", "aligned_hit_p50_ms", "lm_hit_p50_ms", "lm_hit_p99_ms",
                      "cold_start_s", "rss_mb", "failed_requests", "reference_pass_ms", "lm_hit_p50_ms_with_hog",
-                     "lm_hog_p50_ratio", "hog_requests", "hog_max_s", "hog_outcomes"):
+                     "lm_hog_p50_ratio", "hog_requests", "hog_max_s", "hog_outcomes", "first_push_bytes",
+                     "code_only_update_bytes", "full_bundle_bytes"):
         table.add_row(key_name, str(figures[key_name]))
     for concurrency, rps in figures["throughput_rps"].items():
         table.add_row(f"throughput @ {concurrency} (mixed)", f"{rps} req/s")

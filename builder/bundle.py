@@ -3,7 +3,10 @@
 The builder refuses anything the device would refuse (unsafe module, escaping path, odd
 name) so a bad bundle fails here, loudly, rather than on a fleet of devices. The target
 model is referenced by its artefact digest, never copied: devices fetch its blobs once
-into their content-addressed store and share them between bundles.
+into their content-addressed store and share them between bundles. Files that many bundles
+share (the routing table and tokenizer) go the same way: ``blob_files`` are written to a blob
+directory beside the bundle, named by sha256, and only their hashes enter the signed manifest,
+so a code-only update is a small file.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import msgpack
 from builder.keys import load_private_key, public_key_bytes
 from edge_runtime.blob_store import artefact_digest, list_artefact_files
 from edge_runtime.bundle import (
+    BLOBS_DIR,
     FORMAT_VERSION,
     HEADER,
     MAGIC,
@@ -66,8 +70,14 @@ def pack_bundle(
     routing: Mapping[str, Any] | None = None,
     target_model_dir: Path | None = None,
     verification: Mapping[str, Mapping[str, Any]] | None = None,
+    blob_files: Mapping[str, bytes] | None = None,
+    blob_dir: Path | None = None,
 ) -> Path:
     """Write ``out_dir/NAME-VERSION.arcb`` and return its path.
+
+    ``blob_files`` (path -> bytes) are kept out of line: written to ``blob_dir`` (default
+    ``out_dir/blobs``) as ``<sha256>`` files and listed by hash in the manifest's ``blobs``;
+    ``arc-edge push`` sends from there the ones a device lacks.
 
     ``verification``: entry id -> its verification record (builder.verification), attested in the
     signed manifest; an entry without one is listed as unverified.
@@ -101,6 +111,7 @@ def pack_bundle(
         if not isinstance(content, bytes):
             raise BundleError(f"extra file {path!r} must be bytes, not {type(content).__name__}")
         payload[path] = content
+    blobs = _write_blobs(blob_files or {}, payload, Path(blob_dir) if blob_dir is not None else Path(out_dir) / BLOBS_DIR)
     files, offset = [], 0
     for path, content in payload.items():
         files.append({"path": path, "size": len(content), "sha256": hashlib.sha256(content).hexdigest(), "offset": offset})
@@ -116,6 +127,7 @@ def pack_bundle(
         "builder_version": builder_version(),
         "entries": entries,
         "files": files,
+        "blobs": blobs,
         "routing": dict(routing or {}),
         "target_model": target_model_reference(target_model_dir) if target_model_dir is not None else None,
         "public_key": public.hex() if public is not None else None,
@@ -130,6 +142,24 @@ def pack_bundle(
     signature = key.sign(signed_message(manifest_bytes)) if key is not None else UNSIGNED
     header = HEADER.pack(MAGIC, FORMAT_VERSION, len(manifest_bytes))
     return _write_atomically(Path(out_dir) / f"{name}-{version}{SUFFIX}", [header, manifest_bytes, signature, *payload.values()])
+
+
+def _write_blobs(blob_files: Mapping[str, bytes], inline: Mapping[str, bytes], blob_dir: Path) -> list[dict[str, Any]]:
+    """Store each out-of-line file as ``blob_dir/<sha256>`` (kept when already there with those bytes);
+    returns the manifest's ``blobs`` list."""
+    listed = []
+    for path, content in blob_files.items():
+        check_payload_path(path, "blob file")
+        if path.startswith(MODULES_DIR) or path in inline:
+            raise BundleFormatError(f"blob file {path!r}: compiled modules and inline files cannot be out of line")
+        if not isinstance(content, bytes):
+            raise BundleError(f"blob file {path!r} must be bytes, not {type(content).__name__}")
+        sha = hashlib.sha256(content).hexdigest()
+        target = blob_dir / sha
+        if not (target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == sha):
+            _write_atomically(target, [content])
+        listed.append({"path": path, "size": len(content), "sha256": sha})
+    return listed
 
 
 def _write_atomically(target: Path, chunks: list[bytes]) -> Path:

@@ -13,7 +13,7 @@ from builder.negatives import GENERAL_NEGATIVES
 from builder.verification import Verification
 from edge_runtime.errors import BundleError
 from edge_runtime.verification import VerificationStatus
-from edge_runtime.bundle_routing import routing_files
+from edge_runtime.bundle_routing import SHARED_ROUTING_FILES, routing_files
 from edge_runtime.metadata import EntryPoint, Param
 from edge_runtime.router import Router, calibrate
 from edge_runtime.static_embedder import StaticEmbedder
@@ -110,10 +110,13 @@ def build_bundle(
         "min_threshold": MIN_THRESHOLD,
         "calibration": calibration,
     }
+    inline = routing_files(embedder, router)
+    shared = {p: inline.pop(p) for p in SHARED_ROUTING_FILES}  # same for every bundle of this embedder
     path = pack_bundle(
         out_dir, name=name, version=version, compiled=compiled, private_key_path=private_key,
-        extra_files=routing_files(embedder, router), routing=routing, target_model_dir=target_model_dir,
-        verification={entry_id: v.to_dict() for entry_id, v in verification.items()},
+        extra_files=inline, routing=routing, target_model_dir=target_model_dir,
+        verification={entry_id: v.to_dict() for entry_id, v in verification.items()}, blob_files=shared,
     )
-    progress(f"wrote {path}")
+    progress(f"wrote {path} ({path.stat().st_size} bytes; routing table and tokenizer in {path.parent / 'blobs'}, "
+             f"{sum(len(v) for v in shared.values())} bytes, sent to a device once)")
     return BundleBuild(path, len(compiled), threshold, calibration, len(verified), left_out)

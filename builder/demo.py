@@ -54,10 +54,10 @@ def run_demo(examples: Path = EXAMPLES, out_dir: Path | None = None) -> int:
         server = create_server(options, address="127.0.0.1:0")
         try:
             with EdgeClient(f"127.0.0.1:{server.port}", admin_socket=server.admin_socket, timeout_s=60) as client:
-                sent = client.push_model(model) if model else []
-                staged = client.push_bundle(bundle_path)
-                status = client.activate(staged.bundle_id)
-                console.print(f"pushed {len(sent)} model blobs and {staged.bundle_id}; active: {status.active}")
+                pushed = client.push(bundle_path, model_dir=model)
+                status = client.activate(pushed.staged.bundle_id)
+                console.print(f"pushed {len(pushed.model_blobs_sent)} model blobs, {len(pushed.blobs_sent)} routing "
+                              f"blobs and {pushed.staged.bundle_id}; active: {status.active}")
                 table = Table(title="answers from the edge server (gRPC, 127.0.0.1)")
                 for column in ("question", "outcome", "answer / reason", "path", "ms"):
                     table.add_column(column, overflow="fold")

@@ -12,6 +12,8 @@ Layout under ``root``::
     artefacts/<digest>.json index of one target-model artefact: its files and manifest
     artefacts/<digest>/     the materialised artefact: links into blobs/
     tmp/                    in-flight writes (same filesystem, so rename is atomic)
+
+A blob is kept once however many bundles name it; ``prune`` removes those no held bundle names.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Mapping
 
@@ -149,6 +152,38 @@ class BlobStore:
             return sha
         finally:
             tmp.unlink(missing_ok=True)
+
+    def import_from_dir(self, directory: Path | str, wanted: Iterable[str]) -> list[str]:
+        """Store those of ``wanted`` present as ``directory/<sha256>`` (the blob directory arc-build writes
+        beside a bundle), each checked against its name; returns the hashes stored."""
+        stored = []
+        for sha in wanted:
+            source = Path(directory) / _check_sha(sha)
+            if source.is_file():
+                self.put_file(source, expected_sha256=sha)
+                stored.append(sha)
+        return stored
+
+    def prune(self, keep: Iterable[str], *, older_than_s: float = 3600.0) -> list[str]:
+        """Remove the blobs not in ``keep``, the target-model artefacts built from them and leftover temp
+        files; returns the hashes removed. Anything written in the last ``older_than_s`` seconds stays:
+        it may belong to a bundle whose push is not finished (model blobs go before the bundle)."""
+        kept, cutoff = set(keep), time.time() - older_than_s
+        removed = []
+        for blob in sorted((self.root / "blobs").glob("*/*")):
+            if blob.name not in kept and blob.stat().st_mtime <= cutoff:
+                blob.unlink()
+                removed.append(blob.name)
+        gone = set(removed)
+        for index in (self.root / "artefacts").glob("*.json"):
+            files = json.loads(index.read_text(encoding="utf-8")).get("files", [])
+            if any(item.get("sha256") in gone for item in files):
+                shutil.rmtree(self.root / "artefacts" / index.stem, ignore_errors=True)  # its hard links hold bytes too
+                index.unlink()
+        for stale in [*(self.root / "tmp").iterdir(), *self.root.glob("push-*")]:
+            if stale.stat().st_mtime <= cutoff:
+                shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+        return removed
 
     def used_bytes(self) -> int:
         """Bytes held in blobs/ (what the push quota counts)."""

@@ -38,7 +38,11 @@ from edge_runtime.validator import validate_source
 from edge_runtime.verification import VerificationStatus
 
 MAGIC = b"ARCB"
-FORMAT_VERSION = 1
+#: What the builder writes. Version 2 stores shared routing data (the embedding table, the tokenizer)
+#: out of line as content-addressed blobs listed in ``manifest.blobs``; version 1 inlined them.
+FORMAT_VERSION = 2
+#: What a device reads: old bundles already on devices keep working.
+READABLE_VERSIONS = (1, 2)
 HEADER = struct.Struct(">4sHI")  # magic, format version (u16), manifest length (u32), all big-endian
 SIGNATURE_SIZE = 64
 UNSIGNED = bytes(SIGNATURE_SIZE)
@@ -46,6 +50,8 @@ MAX_MANIFEST_BYTES = 16 << 20
 DEFAULT_MAX_BUNDLE_BYTES = 256 << 20
 MAX_PATH_CHARS = 255
 MODULES_DIR = "modules/"
+#: The directory beside a bundle where the builder writes its out-of-line files, one ``<sha256>`` file each.
+BLOBS_DIR = "blobs"
 SUFFIX = ".arcb"
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -69,6 +75,9 @@ class Bundle:
     digest: str
     #: entry id -> what the builder attests: an independent solution agreed with the entry, or not.
     verification: dict[str, VerificationStatus] = field(default_factory=dict)
+    #: path -> {"sha256", "size"}: files of the bundle kept out of line in the device's blob store
+    #: (format 2). Their hashes are in the signed manifest; ``edge_runtime.bundle_blobs`` fetches and checks them.
+    blobs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def key_id(public_key: bytes) -> str:
@@ -122,10 +131,10 @@ def read_bundle(
     ``signed=False``), but a non-zero signature that does not verify is still refused.
     """
     data, where = _load(path_or_bytes, max_bytes)
-    manifest_bytes, signature, payload_start = _split(data, where)
-    verified_by = _verify_signature(manifest_bytes, signature, trusted_keys or [], allow_unsigned, where)
+    manifest_bytes, signature, payload_start, version = _split(data, where)
+    verified_by = _verify_signature(manifest_bytes, signature, trusted_keys or [], allow_unsigned, where, version)
     manifest = _decode_manifest(manifest_bytes, where)
-    _check_manifest(manifest, where)
+    _check_manifest(manifest, where, version)
     signer: str | None = None
     if signature != UNSIGNED:
         if manifest["public_key"] is None:
@@ -133,10 +142,11 @@ def read_bundle(
         declared = bytes.fromhex(manifest["public_key"])
         signer = key_id(declared)
         if verified_by is None:  # allow_unsigned: an untrusted signature must still be a valid one
-            _verify_with(declared, signature, manifest_bytes, where)
+            _verify_with(declared, signature, manifest_bytes, where, version)
         elif declared != verified_by:
             raise SignatureError(f"{where}: manifest names key {signer} but trusted key {key_id(verified_by)} signed it")
     files = _read_files(data, payload_start, manifest["files"], where)
+    blobs = _check_blobs(manifest.get("blobs", []), files, where)
     entries, modules = _check_entries(manifest["entries"], files, where)
     target = manifest.get("target_model")
     if target is not None:
@@ -155,7 +165,26 @@ def read_bundle(
                       ((i.get("id"), i) for i in manifest["entries"]) if e in entries},
         signed=verified_by is not None,
         digest=hashlib.sha256(data).hexdigest(),
+        blobs=blobs,
     )
+
+
+def peek_blob_names(path: str | os.PathLike[str]) -> dict[str, str]:
+    """sha256 -> file path of every blob a bundle file names (out-of-line files and target-model files),
+    read without checking the signature: only for a client wording which blob a device lacks, never to trust."""
+    try:
+        data = Path(path).read_bytes()
+        manifest = _decode_manifest(_split(data, str(path))[0], str(path))
+    except (OSError, BundleError):
+        return {}
+    names = {}
+    for item in manifest.get("blobs") or []:
+        if isinstance(item, dict):
+            names[str(item.get("sha256"))] = str(item.get("path"))
+    for item in (manifest.get("target_model") or {}).get("files") or []:
+        if isinstance(item, dict):
+            names.setdefault(str(item.get("sha256")), f"target model {item.get('path')}")
+    return names
 
 
 def _load(source: Any, max_bytes: int) -> tuple[bytes, str]:
@@ -177,8 +206,8 @@ def _load(source: Any, max_bytes: int) -> tuple[bytes, str]:
     return data, where
 
 
-def _split(data: bytes, where: str) -> tuple[bytes, bytes, int]:
-    """Header bounds only: returns the manifest bytes, the signature and where the payload starts."""
+def _split(data: bytes, where: str) -> tuple[bytes, bytes, int, int]:
+    """Header bounds only: returns the manifest bytes, the signature, where the payload starts and the version."""
     if len(data) < HEADER.size:
         if not MAGIC.startswith(data[:4]):
             raise BundleFormatError(f"{where}: not a bundle (bad magic {data[:4]!r})")
@@ -186,8 +215,9 @@ def _split(data: bytes, where: str) -> tuple[bytes, bytes, int]:
     magic, version, length = HEADER.unpack_from(data, 0)
     if magic != MAGIC:
         raise BundleFormatError(f"{where}: not a bundle (bad magic {magic!r}, expected {MAGIC!r})")
-    if version != FORMAT_VERSION:
-        raise BundleFormatError(f"{where}: unsupported format version {version} (this runtime reads {FORMAT_VERSION})")
+    if version not in READABLE_VERSIONS:
+        readable = " and ".join(str(v) for v in READABLE_VERSIONS)
+        raise BundleFormatError(f"{where}: unsupported format version {version} (this runtime reads {readable})")
     if length > MAX_MANIFEST_BYTES:
         raise BundleFormatError(f"{where}: manifest length {length} exceeds the limit of {MAX_MANIFEST_BYTES}")
     payload_start = HEADER.size + length + SIGNATURE_SIZE
@@ -196,11 +226,11 @@ def _split(data: bytes, where: str) -> tuple[bytes, bytes, int]:
             f"{where}: truncated: manifest ({length} bytes at offset {HEADER.size}) and signature need "
             f"{payload_start} bytes, the file has {len(data)}"
         )
-    return data[HEADER.size : HEADER.size + length], data[HEADER.size + length : payload_start], payload_start
+    return data[HEADER.size : HEADER.size + length], data[HEADER.size + length : payload_start], payload_start, version
 
 
 def _verify_signature(
-    manifest_bytes: bytes, signature: bytes, trusted: list[bytes], allow_unsigned: bool, where: str
+    manifest_bytes: bytes, signature: bytes, trusted: list[bytes], allow_unsigned: bool, where: str, version: int
 ) -> bytes | None:
     """Returns the trusted key that verified the signature, or None when allow_unsigned let it pass."""
     for key in trusted:
@@ -210,7 +240,7 @@ def _verify_signature(
         if allow_unsigned:
             return None
         raise SignatureError(f"{where}: bundle is unsigned (all-zero signature); sign it (arc-build bundle --key), or for development only serve with --insecure-allow-unsigned")
-    message = signed_message(manifest_bytes)
+    message = signed_message(manifest_bytes, version)
     for key in trusted:
         try:
             Ed25519PublicKey.from_public_bytes(key).verify(signature, message)
@@ -242,9 +272,9 @@ def _declared_key(manifest_bytes: bytes) -> bytes | None:
         return None
 
 
-def _verify_with(key: bytes, signature: bytes, manifest_bytes: bytes, where: str) -> None:
+def _verify_with(key: bytes, signature: bytes, manifest_bytes: bytes, where: str, version: int) -> None:
     try:
-        Ed25519PublicKey.from_public_bytes(key).verify(signature, signed_message(manifest_bytes))
+        Ed25519PublicKey.from_public_bytes(key).verify(signature, signed_message(manifest_bytes, version))
     except (InvalidSignature, ValueError) as exc:
         raise SignatureError(f"{where}: signature does not verify with the manifest's key {key_id(key)}") from exc
 
@@ -283,14 +313,18 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
 }
 
 
-def _check_manifest(manifest: dict[str, Any], where: str) -> None:
+def _check_manifest(manifest: dict[str, Any], where: str, version: int) -> None:
     for key, kind in _REQUIRED.items():
         if key not in manifest:
             raise BundleFormatError(f"{where}: manifest has no {key!r}")
         if not isinstance(manifest[key], kind) or isinstance(manifest[key], bool):
             raise BundleFormatError(f"{where}: manifest {key!r} has the wrong type {type(manifest[key]).__name__}")
-    if manifest["format_version"] != FORMAT_VERSION:
-        raise BundleFormatError(f"{where}: manifest format_version {manifest['format_version']} != header {FORMAT_VERSION}")
+    if manifest["format_version"] != version:
+        raise BundleFormatError(f"{where}: manifest format_version {manifest['format_version']} != header {version}")
+    if version >= 2 and not isinstance(manifest.get("blobs"), list):
+        raise BundleFormatError(f"{where}: a format {version} manifest needs 'blobs' (a list; may be empty)")
+    if version < 2 and "blobs" in manifest:
+        raise BundleFormatError(f"{where}: format 1 has no 'blobs'; out-of-line files need format 2")
     check_safe_id(manifest["name"], f"{where}: bundle name")
     check_safe_id(manifest["version"], f"{where}: bundle version")
     public = manifest["public_key"]
@@ -332,6 +366,27 @@ def _read_files(data: bytes, start: int, listed: list[Any], where: str) -> dict[
     if expected_offset != payload_size:
         raise BundleFormatError(f"{where}: {payload_size - expected_offset} bytes after the last listed file")
     return files
+
+
+def _check_blobs(listed: list[Any], files: Mapping[str, bytes], where: str) -> dict[str, dict[str, Any]]:
+    """The out-of-line files: ``{path, size, sha256}`` each, safe unique paths that no inline file
+    shares, never a compiled module (modules are what a code-only update changes, so they stay inline)."""
+    blobs: dict[str, dict[str, Any]] = {}
+    for index, item in enumerate(listed):
+        if not isinstance(item, dict) or set(item) != {"path", "size", "sha256"}:
+            raise BundleFormatError(f"{where}: blobs[{index}] must be a map of exactly path, size and sha256")
+        path = check_payload_path(item["path"], f"{where}: blobs[{index}]")
+        size, sha = item["size"], item["sha256"]
+        if path in blobs or path in files:
+            raise BundleFormatError(f"{where}: blob {path!r} is listed twice or also inline")
+        if path.startswith(MODULES_DIR):
+            raise BundleFormatError(f"{where}: blob {path!r}: compiled modules are never out of line")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise BundleFormatError(f"{where}: blob {path!r}: size must be a non-negative integer")
+        if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+            raise BundleFormatError(f"{where}: blob {path!r}: sha256 must be 64 lowercase hex digits")
+        blobs[path] = {"sha256": sha, "size": size}
+    return blobs
 
 
 def _check_entries(

@@ -1,4 +1,9 @@
-"""IS1 for a bundle: rebuild its static embedder and HNSW router from the bundle's own files."""
+"""IS1 for a bundle: rebuild its static embedder and HNSW router from the bundle's files.
+
+The router (the entries' index) changes with every entry, so it travels inline in the bundle; the
+embedder's table and tokenizer are shared by every bundle built with one embedder, so the builder
+stores them out of line as blobs (``SHARED_ROUTING_FILES``) and the device fetches them by hash
+(edge_runtime/bundle_blobs.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import io
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 from tokenizers import Tokenizer
@@ -20,6 +25,8 @@ EMBEDDER_TOKENIZER = "routing/embedder/tokenizer.json"
 EMBEDDER_TABLE = "routing/embedder/table.npy"
 EMBEDDER_META = "routing/embedder/meta.json"
 ROUTER_FILE = "routing/router.msgpack"
+#: The routing files a format-2 bundle keeps out of line: ~16 MB that a code-only update need not move.
+SHARED_ROUTING_FILES = (EMBEDDER_TOKENIZER, EMBEDDER_TABLE)
 
 
 def routing_files(embedder: StaticEmbedder, router: Router) -> dict[str, bytes]:
@@ -38,9 +45,12 @@ def routing_files(embedder: StaticEmbedder, router: Router) -> dict[str, bytes]:
     }
 
 
-def router_from_bundle(bundle: Bundle) -> tuple[Router | None, float]:
-    """(router, threshold) from the bundle; (None, 1.0) for a bundle that routes by template only."""
-    files = bundle.files
+def router_from_bundle(bundle: Bundle, files: Mapping[str, bytes] | None = None) -> tuple[Router | None, float]:
+    """(router, threshold) from the bundle; (None, 1.0) for a bundle that routes by template only.
+
+    ``files``: the bundle's files with its out-of-line blobs resolved (``bundle_blobs.resolve_files``);
+    by default only the inline ones, which is all a format-1 bundle has."""
+    files = bundle.files if files is None else files
     if ROUTER_FILE not in files:
         return None, 1.0
     try:

@@ -110,6 +110,9 @@ def _main(argv: list[str] | None) -> int:
     push.add_argument("bundle", type=Path)
     push.add_argument("--to", default="127.0.0.1:50551")
     push.add_argument("--model", type=Path, default=None, help="target-model artefact dir to push missing blobs from")
+    push.add_argument("--blobs", type=Path, default=None,
+                      help="directory of the bundle's out-of-line blobs (routing table, tokenizer), one <sha256> file "
+                           "each, as arc-build writes it (default: blobs/ beside the bundle)")
     push.add_argument("--activate", action="store_true")
     for name, text in (("activate", "activate a staged bundle (a version higher than any activated before)"),
                        ("rollback", "go back to an older held bundle of the active name"),
@@ -192,6 +195,8 @@ def _serve(args: argparse.Namespace) -> int:
                 bundle, missing = setup.stage_bundle(path.read_bytes())
             except BundleError as exc:
                 raise type(exc)(str(exc).replace("the pushed bundle", str(path))) from None
+            setup.blobs.import_from_dir(path.parent / "blobs", missing)  # what arc-build wrote beside the bundle
+            missing = setup.blobs.missing(missing)
             if missing:
                 print(f"arc-edge: {path}: {_missing_blobs_message(bundle, missing, args.model)}", file=sys.stderr)
                 return 2
@@ -204,8 +209,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _missing_blobs_message(bundle: object, missing: list[str], model_dir: Path | None) -> str:
     """Name the blob the bundle expects and, when --model was given, the one that artefact holds instead."""
-    wanted = {f["sha256"]: f["path"] for f in bundle.target_model["files"]}
     first = missing[0]
+    for path, ref in bundle.blobs.items():
+        if ref["sha256"] == first:
+            return (f"needs blob {first} ({path}), which is not in the blobs/ directory beside it; "
+                    f"rebuild it with arc-build bundle, which writes that directory")
+    wanted = {f["sha256"]: f["path"] for f in bundle.target_model["files"]}
     text = f"needs {len(missing)} target-model blob(s) the device lacks, e.g. {wanted.get(first, '?')} sha256 {first[:16]}"
     if model_dir is None:
         return text + "; pass --model build/target-models/<hash> (the artefact the bundle was built with)"
@@ -246,7 +255,6 @@ def _invoke(args: argparse.Namespace) -> int:
 def _push(args: argparse.Namespace) -> int:
     import grpc
 
-    from edge_runtime.client import EdgeClient
     from edge_runtime.errors import BundleError, BlobStoreError
 
     if not args.bundle.is_file():
@@ -257,13 +265,15 @@ def _push(args: argparse.Namespace) -> int:
         raise BlobStoreError(f"{args.model}: {what}; pass a directory under build/target-models/")
     with _admin_client(args) as client:
         try:
+            pushed = client.push(args.bundle, model_dir=args.model, blob_dir=args.blobs)
+            staged = pushed.staged
             if args.model:
-                sent = client.push_model(args.model)
-                print(f"pushed {len(sent)} model blob(s)")
-            staged = client.push_bundle(args.bundle)
-            print(f"staged {staged.bundle_id} ({staged.entries} entries, digest {staged.digest[:12]})")
-            if staged.missing_blobs:
-                print(f"the device still lacks {len(staged.missing_blobs)} model blob(s): push with --model", file=sys.stderr)
+                print(f"pushed {len(pushed.model_blobs_sent)} model blob(s)")
+            sent = sum((args.blobs or args.bundle.parent / "blobs").joinpath(s).stat().st_size for s in pushed.blobs_sent)
+            print(f"staged {staged.bundle_id} ({staged.entries} entries, digest {staged.digest[:12]}, "
+                  f"{args.bundle.stat().st_size} bytes); pushed {len(pushed.blobs_sent)} blob(s), {sent} bytes")
+            if pushed.still_missing:
+                print(f"arc-edge: {args.bundle}: {_still_missing_message(args, pushed.still_missing)}", file=sys.stderr)
                 return 2
             if args.activate:
                 status = client.activate(staged.bundle_id)
@@ -273,6 +283,20 @@ def _push(args: argparse.Namespace) -> int:
             print(f"arc-edge: {exc.code().name}: {details}", file=sys.stderr)
             return 2
     return 0
+
+
+def _still_missing_message(args: argparse.Namespace, missing: list[str]) -> str:
+    """Name the first blob the device still lacks, what it is, and the flag that provides it."""
+    from edge_runtime.bundle import peek_blob_names
+
+    first = missing[0]
+    what = peek_blob_names(args.bundle).get(first, "?")
+    text = f"the device still lacks {len(missing)} blob(s), first {first} ({what}); "
+    if what.startswith("target model"):
+        return text + "pass --model build/target-models/<hash> (the artefact the bundle was built with)"
+    where = args.blobs or args.bundle.parent / "blobs"
+    return text + (f"{where} has no file {first}: pass --blobs DIR, the blobs/ directory arc-build bundle wrote "
+                   f"beside this bundle")
 
 
 def _admin_client(args: argparse.Namespace):  # type: ignore[no-untyped-def]

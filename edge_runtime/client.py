@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import grpc
 
+from edge_runtime.bundle import BLOBS_DIR
 from edge_runtime.proto import edge_pb2 as pb
 from edge_runtime.proto import edge_pb2_grpc as pb_grpc
 
@@ -35,6 +37,47 @@ def admin_channel(admin_socket: str | Path, options: list | None = None) -> grpc
     path = str(admin_socket)
     path = path if path.startswith("unix:") else f"unix:{Path(path).absolute()}"
     return grpc.secure_channel(path, grpc.local_channel_credentials(grpc.LocalConnectionType.UDS), options=options)
+
+
+class ByteCounter(grpc.UnaryUnaryClientInterceptor, grpc.StreamUnaryClientInterceptor):
+    """Adds up the serialized size of every request and response message on a channel (what a push moves)."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.received = 0
+
+    def intercept_unary_unary(self, continuation: Callable[..., Any], details: Any, request: Any) -> Any:
+        self.sent += request.ByteSize()
+        return self._count_reply(continuation(details, request))
+
+    def intercept_stream_unary(self, continuation: Callable[..., Any], details: Any, requests: Iterator[Any]) -> Any:
+        def counted() -> Iterator[Any]:
+            for request in requests:
+                self.sent += request.ByteSize()
+                yield request
+
+        return self._count_reply(continuation(details, counted()))
+
+    def _count_reply(self, call: Any) -> Any:
+        try:
+            self.received += call.result().ByteSize()
+        except grpc.RpcError:
+            pass
+        return call
+
+    @property
+    def total(self) -> int:
+        return self.sent + self.received
+
+
+@dataclass
+class PushResult:
+    """What one ``EdgeClient.push`` did: the staged bundle, the blobs sent, and any the device still lacks."""
+
+    staged: Any  # pb.PushBundleResponse
+    model_blobs_sent: list[str] = field(default_factory=list)
+    blobs_sent: list[str] = field(default_factory=list)
+    still_missing: list[str] = field(default_factory=list)
 
 
 class EdgeClient:
@@ -78,6 +121,12 @@ class EdgeClient:
         self.admin_stub = pb_grpc.EdgeCacheStub(self.admin_channel) if self.admin_channel else self.stub
         self.timeout_s = timeout_s
 
+    def count_admin_traffic(self) -> ByteCounter:
+        """From now on, count the protobuf bytes of every admin call (pushes, activation): for benchmarks and tests."""
+        counter = ByteCounter()
+        self.admin_stub = pb_grpc.EdgeCacheStub(grpc.intercept_channel(self.admin_channel or self.channel, counter))
+        return counter
+
     def close(self) -> None:
         self.channel.close()
         if self.admin_channel is not None:
@@ -111,8 +160,35 @@ class EdgeClient:
             self.admin_stub.PushBlob(_blob_chunks(sha, files[sha]), timeout=timeout_s)
         return list(missing)
 
+    def push_blobs(self, wanted: Iterable[str], blob_dir: Path, *, timeout_s: float = 600.0) -> list[str]:
+        """Push those of ``wanted`` the device lacks (MissingBlobs) from ``blob_dir/<sha256>``; returns what was
+        sent. A hash with no file there is left out, for the caller to report."""
+        missing = self.admin_stub.MissingBlobs(pb.MissingBlobsRequest(sha256=list(wanted)), timeout=self.timeout_s).sha256
+        sent = []
+        for sha in missing:
+            path = Path(blob_dir) / sha
+            if path.is_file():
+                self.admin_stub.PushBlob(_blob_chunks(sha, path), timeout=timeout_s)
+                sent.append(sha)
+        return sent
+
     def push_bundle(self, path: Path, *, timeout_s: float = 120.0) -> pb.PushBundleResponse:
         return self.admin_stub.PushBundle(_bundle_chunks(Path(path)), timeout=timeout_s)
+
+    def push(self, path: Path, *, model_dir: Path | None = None, blob_dir: Path | None = None) -> PushResult:
+        """Push a bundle and only the blobs the device lacks: the model's files (from ``model_dir``), then the
+        bundle, then the out-of-line files it names (from ``blob_dir``, default ``blobs/`` beside the bundle).
+        A code-only update therefore moves the bundle file alone."""
+        path = Path(path)
+        result = PushResult(staged=None)
+        if model_dir is not None:
+            result.model_blobs_sent = self.push_model(model_dir)
+        result.staged = self.push_bundle(path)
+        missing = list(result.staged.missing_blobs)
+        if missing:
+            result.blobs_sent = self.push_blobs(missing, blob_dir if blob_dir is not None else path.parent / BLOBS_DIR)
+            result.still_missing = [sha for sha in missing if sha not in result.blobs_sent]
+        return result
 
     def activate(self, bundle_id: str) -> pb.BundleStatus:
         return self.admin_stub.ActivateBundle(pb.ActivateBundleRequest(bundle_id=bundle_id), timeout=max(self.timeout_s, 60.0))

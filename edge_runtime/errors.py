@@ -125,6 +125,10 @@ class BlobStoreError(ArcError):
     """The device's content-addressed store is missing a blob, or was given bytes that fail their hash."""
 
 
+class MissingBlobError(BlobStoreError):
+    """A bundle names a blob (by sha256) that the device's store does not hold; the message says how to push it."""
+
+
 class SigningKeyError(ArcError):
     """A signing key cannot be created or loaded (exists already, unreadable, not Ed25519)."""
 

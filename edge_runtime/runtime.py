@@ -8,6 +8,7 @@ reference, so a call in flight keeps the answerer it started with and nothing is
 from __future__ import annotations
 
 import json
+import logging
 import os
 import resource
 import threading
@@ -18,7 +19,8 @@ from typing import Any, Callable
 
 from edge_runtime.answerer import Answer, Answerer
 from edge_runtime.blob_store import BlobStore
-from edge_runtime.bundle import Bundle, read_bundle
+from edge_runtime.bundle_blobs import missing_blobs, resolve_files
+from edge_runtime.bundle import Bundle, peek_blob_names, read_bundle
 from edge_runtime.compiler import LoadedCompiledEntry
 from edge_runtime.errors import (
     ArcError,
@@ -37,6 +39,9 @@ from edge_runtime.miss_log import MissLog
 from edge_runtime.registry import Execution
 from edge_runtime.upstream import AnthropicUpstream, UpstreamConfig, UpstreamReply
 from edge_runtime.versions import BundleVersion
+
+
+log = logging.getLogger("arc.edge")
 
 
 class RuntimeStateError(ArcError):
@@ -102,6 +107,7 @@ class EdgeRuntime:
             self._pool = WorkerPool(options.workers, memory_limit_mb=options.memory_limit_mb,
                                     default_timeout_s=options.entry_timeout_s, lm_limits=options.lm_limits)
         self._restore()
+        self.prune_blobs()
 
     # ---- state on disk ---------------------------------------------------------
     @property
@@ -123,7 +129,8 @@ class EdgeRuntime:
         if state.get("active"):
             try:
                 self._activate(state["active"], remember_previous=False)
-            except ArcError:
+            except ArcError as exc:
+                log.warning("could not re-activate %s after restart: %s", state["active"], exc)
                 self._active = None
 
     # ---- bundles ---------------------------------------------------------------
@@ -134,7 +141,8 @@ class EdgeRuntime:
         )
 
     def stage_bundle(self, data: bytes) -> tuple[Bundle, list[str]]:
-        """Verify a pushed bundle and keep it on disk; returns it and the target-model blobs still missing.
+        """Verify a pushed bundle and keep it on disk; returns it and the blobs it needs that are still missing
+        (its out-of-line routing files and its target model's files).
 
         A bundle id (name-version) names one set of bytes for ever: pushing the same bytes again is a
         no-op, different bytes under a stored id are refused (the stored bundle stays, as served)."""
@@ -160,8 +168,19 @@ class EdgeRuntime:
                     out.flush()
                     os.fsync(out.fileno())
                 os.replace(tmp, path)
-        missing = self.blobs.missing(bundle.target_model["files"]) if bundle.target_model else []
-        return bundle, missing
+        return bundle, missing_blobs(bundle, self.blobs)
+
+    def prune_blobs(self, older_than_s: float = 3600.0) -> list[str]:
+        """Remove blobs that no held bundle names (run at start-up): a bundle stores only hashes, so garbage
+        is what a replaced blob, a push that never got its bundle or a crash mid-write left behind."""
+        with self._lock:
+            keep: set[str] = set()
+            for path in self.bundles_dir.glob("*.arcb"):
+                keep |= set(peek_blob_names(path))  # without the signature check: keeps more, never less
+            removed = self.blobs.prune(keep, older_than_s=older_than_s)
+        if removed:
+            log.info("pruned %d blob(s) that no held bundle references", len(removed))
+        return removed
 
     def list_bundles(self) -> list[dict[str, Any]]:
         out = []
@@ -262,8 +281,9 @@ class EdgeRuntime:
         self._save_state()
 
     def _build_answerer(self, bundle: Bundle) -> Answerer:
+        files = resolve_files(bundle, self.blobs)  # out-of-line blobs, hashed before use; missing ones named
         engine = self._engine_for(bundle)
-        router, threshold = self._router_for(bundle)
+        router, threshold = self._router_for(bundle, files)
         from edge_runtime.guard import make_guard
 
         guard = make_guard(getattr(router, "embedder", None)) if self.options.guard else None
@@ -287,7 +307,8 @@ class EdgeRuntime:
             return self._engines[digest]
         missing = self.blobs.missing(target["files"])
         if missing:
-            raise RuntimeStateError(f"target model {digest[:12]} lacks {len(missing)} blob(s); push them first")
+            raise RuntimeStateError(f"target model {digest[:12]} lacks {len(missing)} blob(s), first {missing[0]}; "
+                                    f"push them: arc-edge push BUNDLE.arcb --model build/target-models/<hash>")
         try:
             self.blobs.target_model_index(digest)
         except BlobStoreError:
@@ -300,10 +321,10 @@ class EdgeRuntime:
         self._engines[digest] = engine
         return engine
 
-    def _router_for(self, bundle: Bundle) -> tuple[Any, float]:
+    def _router_for(self, bundle: Bundle, files: dict[str, bytes]) -> tuple[Any, float]:
         from edge_runtime.bundle_routing import router_from_bundle
 
-        return router_from_bundle(bundle)
+        return router_from_bundle(bundle, files)
 
     def _executor(self, engine: LMEngine | None, requested_limits: Any = None) -> Callable[..., Execution]:
         from edge_runtime.onnx_target_lm import OnnxTargetLM

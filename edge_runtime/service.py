@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import tempfile
 from typing import Any, Callable, Iterator
 
@@ -24,6 +25,9 @@ from edge_runtime.errors import (
 from edge_runtime.proto import edge_pb2 as pb
 from edge_runtime.runtime import EdgeRuntime, RuntimeStateError
 from edge_runtime.verification import VerificationStatus
+
+#: The server's log (configured by ``arc-edge serve``): one line per push, activation, rollback and refusal.
+log = logging.getLogger("arc.edge")
 
 _REASONS = {
     "no_entry": pb.NO_ENTRY,
@@ -240,6 +244,7 @@ class EdgeCacheServicer:
                     context.abort(grpc.StatusCode.DATA_LOSS, str(exc))
         finally:
             reservation.__exit__(None, None, None)
+        log.info("pushed blob %s (%d bytes)", expected, size)
         return pb.PushBlobResponse(sha256=expected, size=size)
 
     def PushBundle(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> pb.PushBundleResponse:  # noqa: N802
@@ -252,31 +257,50 @@ class EdgeCacheServicer:
         try:
             bundle, missing = self.runtime.stage_bundle(bytes(data))
         except BundleConflictError as exc:
+            self._refused("push", exc)
             context.abort(grpc.StatusCode.ALREADY_EXISTS, f"bundle refused: {type(exc).__name__}: {exc}")
         except BundleNameRefusedError as exc:
+            self._refused("push", exc)
             context.abort(grpc.StatusCode.PERMISSION_DENIED, f"bundle refused: {type(exc).__name__}: {exc}")
-        except BundleConflictError as exc:
-            context.abort(grpc.StatusCode.ALREADY_EXISTS, f"bundle refused: {exc}")
         except BundleError as exc:
+            self._refused("push", exc)
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bundle refused: {type(exc).__name__}: {exc}")
+        bundle_id = f"{bundle.name}-{bundle.version}"
+        log.info("pushed bundle %s (name %s, version %s, digest %s, %d bytes, %d entries, %d blob(s) missing)",
+                 bundle_id, bundle.name, bundle.version, bundle.digest[:12], len(data), len(bundle.entries), len(missing))
         return pb.PushBundleResponse(
-            bundle_id=f"{bundle.name}-{bundle.version}", digest=bundle.digest, missing_blobs=missing, entries=len(bundle.entries)
+            bundle_id=bundle_id, digest=bundle.digest, missing_blobs=missing, entries=len(bundle.entries)
         )
+
+    @staticmethod
+    def _refused(what: str, exc: Exception) -> None:
+        log.warning("refused %s: %s: %s", what, type(exc).__name__, exc)
 
     def ActivateBundle(self, request: Any, context: grpc.ServicerContext) -> pb.BundleStatus:  # noqa: N802
         try:
             active, previous = self.runtime.activate(request.bundle_id)
         except (RuntimeStateError, DowngradeError) as exc:
+            self._refused(f"activation of {request.bundle_id!r}", exc)
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         except ArcError as exc:
+            self._refused(f"activation of {request.bundle_id!r}", exc)
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"cannot activate {request.bundle_id!r}: {exc}")
+        log.info("activated bundle %s (%s; previous: %s)", active, self._describe_active(), previous or "none")
         return pb.BundleStatus(active=active, previous=previous)
+
+    def _describe_active(self) -> str:
+        current = self.runtime.current()
+        if current is None:
+            return "none"
+        return f"name {current.name}, version {current.version}, digest {current.digest[:12]}"
 
     def RollbackBundle(self, request: Any, context: grpc.ServicerContext) -> pb.BundleStatus:  # noqa: N802
         try:
             active, previous = self.runtime.rollback(request.bundle_id)
         except ArcError as exc:
+            self._refused("rollback", exc)
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        log.info("rolled back to bundle %s (%s) from %s", active, self._describe_active(), previous or "none")
         return pb.BundleStatus(active=active, previous=previous)
 
     def ListBundles(self, request: Any, context: grpc.ServicerContext) -> pb.ListBundlesResponse:  # noqa: N802
@@ -293,11 +317,6 @@ class EdgeCacheServicer:
             workers={k: int(v) for k, v in s["workers"].items() if isinstance(v, (int, float))},
             invalid_requests=s["invalid_requests"],
         )
-
-
-def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
-    yield first
-    yield from rest
 
 
 def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:

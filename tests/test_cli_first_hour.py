@@ -277,3 +277,44 @@ def test_run_compiled_help_example_works(tmp_path):
     assert json.loads(done.stdout.splitlines()[-1]) == {"pressure in kilopascals": 498.868}
     one_line_error(run(tmp_path, "arc-edge", "run-compiled", "build/compiled/parcel-shipping-cost.py", "--params",
                        "{}", "--model", "build/target-models/typo"), "build/target-models/typo", "not a target-model")
+
+
+def test_push_sends_only_missing_blobs_names_a_missing_one_and_the_server_logs_it(tmp_path, signed):
+    """`arc-edge push` of a bundle whose blobs directory is elsewhere: one line naming the blob and --blobs;
+    with the builder's blobs/ beside it, the routing table goes once and the push, activation are logged."""
+    import shutil
+
+    bundle, public, _ = signed
+    lone = tmp_path / "lone" / bundle.name
+    lone.parent.mkdir()
+    shutil.copy(bundle, lone)
+    one_line_error(run(tmp_path, "arc-edge", "serve", "--bundle", str(lone), "--trust", str(public), "--data-dir", "x"),
+                   str(lone), "needs blob", "routing/embedder/", "arc-build bundle")
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "edge_runtime.cli", "serve", "--trust", str(public), "--data-dir", "d",
+         "--port", str(port), "--workers", "1"],
+        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        socket_flag = ["--admin-socket", "d/admin.sock", "--to", f"127.0.0.1:{port}"]
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "d" / "admin.sock").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        line = one_line_error(run(tmp_path, "arc-edge", "push", str(lone), *socket_flag), "still lacks 2 blob(s)",
+                              "routing/embedder/", "--blobs")
+        assert any(len(word) == 64 for word in line.split())  # the hash itself
+        pushed = run(tmp_path, "arc-edge", "push", str(lone), "--blobs", str(bundle.parent / "blobs"), "--activate",
+                     *socket_flag)
+        assert pushed.returncode == 0, pushed.stderr
+        assert "pushed 2 blob(s)" in pushed.stdout and "active: examples-1" in pushed.stdout
+        again = run(tmp_path, "arc-edge", "push", str(bundle), *socket_flag)
+        assert again.returncode == 0 and "pushed 0 blob(s), 0 bytes" in again.stdout, again.stdout
+        server.send_signal(signal.SIGINT)
+        out, _ = server.communicate(timeout=30)
+        assert "pushed bundle examples-1 (name examples, version 1" in out
+        assert "activated bundle examples-1" in out and "shutting down (bundle: examples-1)" in out
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()

@@ -60,7 +60,7 @@ def server(tmp_path_factory, node_modules):
     )
     try:
         with EdgeClient(f"127.0.0.1:{edge.port}", admin_socket=edge.admin_socket, timeout_s=30) as client:
-            staged = client.push_bundle(bundle)
+            staged = client.push(bundle).staged
             client.activate(staged.bundle_id)
         yield edge
     finally:

@@ -44,13 +44,15 @@ def test_serving_connects_to_nothing_but_loopback(tmp_path, tmp_path_factory):
     ).path
     port = free_port()
     log = tmp_path / "strace.log"
-    env_python = Path(sys.executable).parent
+    # `arc-edge serve` of this checkout (the installed script may belong to another one, e.g. a git worktree's).
     command = [
         "strace", "-f", "-qq", "-e", "trace=connect", "-o", str(log),
-        str(env_python / "arc-edge"), "serve", "--data-dir", str(tmp_path / "device"),
+        sys.executable, "-m", "edge_runtime.cli", "serve", "--data-dir", str(tmp_path / "device"),
         "--trust", str(key.with_suffix(".pub")), "--port", str(port), "--bundle", str(bundle), "--model", str(model),
     ]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                              env=env, cwd=tmp_path)
     try:
         answered = []
         with EdgeClient(f"127.0.0.1:{port}", timeout_s=30) as client:

@@ -110,10 +110,11 @@ class EdgeServerProcess:
         from edge_runtime.proto import edge_pb2 as pb
 
         with EdgeClient(self.address, admin_socket=self.admin_socket, timeout_s=60) as client:
-            sent = client.push_model(model_dir) if model_dir is not None else []
-            staged = client.push_bundle(self.bundle)
-            if staged.missing_blobs:
-                raise RuntimeError(f"bundle {staged.bundle_id} still lacks {len(staged.missing_blobs)} model blob(s)")
+            pushed = client.push(self.bundle, model_dir=model_dir)
+            sent, staged = pushed.model_blobs_sent, pushed.staged
+            if pushed.still_missing:
+                raise RuntimeError(f"bundle {staged.bundle_id} still lacks {len(pushed.still_missing)} blob(s), "
+                                   f"first {pushed.still_missing[0]}: push them (arc-edge push --model/--blobs)")
             started = time.perf_counter()
             # Activation loads the router and the model: longer than EdgeClient.activate's 60 s on a big bundle.
             status = client.admin_stub.ActivateBundle(pb.ActivateBundleRequest(bundle_id=staged.bundle_id), timeout=600)

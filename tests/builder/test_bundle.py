@@ -121,7 +121,7 @@ def test_pack_writes_name_version_arcb_with_a_complete_manifest(compiled, keys, 
     public = load_public_key(keys[1])
     bundle = read_bundle(path, trusted_keys=[public])
     manifest = bundle.manifest
-    assert manifest["format_version"] == 1 and manifest["builder_version"]
+    assert manifest["format_version"] == 2 and manifest["builder_version"] and manifest["blobs"] == []
     assert datetime.strptime(manifest["created_at"], "%Y-%m-%dT%H:%M:%SZ")
     assert manifest["public_key"] == public.hex()
     assert manifest["key_id"] == bundle.key_id == hashlib.sha256(public).hexdigest()[:16]
@@ -211,3 +211,18 @@ def test_other_refusals(compiled, keys, tmp_path):
     with pytest.raises(SigningKeyError):
         pack(tmp_path, compiled[:1], tmp_path / "no-key.pem")
     assert list(tmp_path.glob("*.arcb")) == []
+
+
+def test_blob_files_go_beside_the_bundle_by_hash_and_only_their_hashes_into_it(compiled, keys, tmp_path):
+    table = b"TABLE" * 10_000
+    path = pack(tmp_path / "out", compiled[:1], keys[0], blob_files={"routing/embedder/table.npy": table})
+    digest = hashlib.sha256(table).hexdigest()
+    assert (tmp_path / "out" / "blobs" / digest).read_bytes() == table
+    assert path.stat().st_size < len(table)  # not inlined
+    bundle = read_bundle(path, trusted_keys=[load_public_key(keys[1])])
+    assert bundle.blobs == {"routing/embedder/table.npy": {"sha256": digest, "size": len(table)}}
+    assert bundle.manifest["format_version"] == 2
+    with pytest.raises(BundleFormatError, match="cannot be out of line"):
+        pack(tmp_path / "bad", compiled[:1], keys[0], blob_files={f"modules/{compiled[0].entry.id}.py": b"x"})
+    with pytest.raises(BundleError, match="must be bytes"):
+        pack(tmp_path / "bad", compiled[:1], keys[0], blob_files={"routing/t": "text"})

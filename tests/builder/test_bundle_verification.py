@@ -72,7 +72,7 @@ def test_every_hit_says_whether_its_entry_was_verified(setup, tmp_path) -> None:
                          address="127.0.0.1:0")
     try:
         with EdgeClient(f"127.0.0.1:{edge.port}", admin_socket=edge.admin_socket, timeout_s=30) as client:
-            client.activate(client.push_bundle(built.path).bundle_id)
+            client.activate(client.push(built.path).staged.bundle_id)
             hit = client.invoke(GAS)
             assert hit.outcome == pb.HIT and hit.verification == pb.ENTRY_VERIFIED
             assert decode(hit)["verification"] == "verified"

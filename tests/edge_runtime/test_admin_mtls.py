@@ -78,7 +78,7 @@ def test_admin_over_mutual_tls_and_queries_over_tls(tmp_path, pki):
         assert edge.admin_socket is None
         with EdgeClient(f"127.0.0.1:{edge.port}", admin_address=admin_address, root_cert=pki["ca"],
                         client_cert=pki["client"][2], client_key=pki["client"][3], timeout_s=30) as owner:
-            staged = owner.push_bundle(pki["bundle"])
+            staged = owner.push(pki["bundle"]).staged
             assert owner.activate(staged.bundle_id).active == "examples-1"
         # A certificate from another CA does not get a connection to the admin listener.
         with EdgeClient(f"127.0.0.1:{edge.port}", admin_address=admin_address, root_cert=pki["ca"],

@@ -192,3 +192,18 @@ def test_register_refuses_escaping_paths(store):
 def test_a_directory_without_manifest_is_not_an_artefact(store, tmp_path):
     with pytest.raises(BlobStoreError, match="no manifest.json"):
         store.import_target_model(tmp_path)
+
+
+def test_prune_removes_unnamed_blobs_with_their_artefact_and_keeps_named_and_recent_ones(store, artefact):
+    digest = store.import_target_model(artefact)
+    directory = store.materialise_target_model(digest)
+    kept = store.put_bytes(b"named by a held bundle")
+    listed = [f["sha256"] for f in list_artefact_files(artefact)]
+    assert store.prune({kept}) == []  # everything was written just now: a push may still be under way
+    removed = store.prune({kept}, older_than_s=-1)
+    assert sorted(removed) == sorted(set(listed)) and store.has(kept)
+    assert not directory.exists()  # its hard links would hold the bytes on disk
+    with pytest.raises(BlobStoreError, match="not in the store"):
+        store.target_model_index(digest)
+    store.import_target_model(artefact)
+    assert store.prune({kept, *listed}, older_than_s=-1) == [] and store.missing(listed) == []

@@ -9,6 +9,7 @@ than taken from edge_runtime.bundle, so the reader is also checked against the d
 from __future__ import annotations
 
 import hashlib
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -33,11 +34,12 @@ def raw(key: Ed25519PrivateKey) -> bytes:
     return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
-def write_raw_bundle(manifest: Any, payload: list[bytes], key: Ed25519PrivateKey | None, *, manifest_bytes: bytes | None = None) -> bytes:
-    """The malicious builder: any manifest, any payload, correctly framed and signed."""
+def write_raw_bundle(manifest: Any, payload: list[bytes], key: Ed25519PrivateKey | None, *,
+                     manifest_bytes: bytes | None = None, version: int = 1) -> bytes:
+    """The malicious builder: any manifest, any payload, correctly framed and signed (format 1 by default)."""
     body = manifest_bytes if manifest_bytes is not None else msgpack.packb(manifest, use_bin_type=True)
-    signature = key.sign(b"ARCB" + struct.pack(">H", 1) + body) if key is not None else bytes(SIG)
-    return b"ARCB" + struct.pack(">HI", 1, len(body)) + body + signature + b"".join(payload)
+    signature = key.sign(b"ARCB" + struct.pack(">H", version) + body) if key is not None else bytes(SIG)
+    return b"ARCB" + struct.pack(">HI", version, len(body)) + body + signature + b"".join(payload)
 
 
 def honest_manifest(compiled: list, key: Ed25519PrivateKey, sources: dict[str, str] | None = None) -> tuple[dict, list[bytes]]:
@@ -198,7 +200,7 @@ def test_flipped_extra_file_byte_is_an_integrity_error(data, signer):
 def test_bad_magic_version_and_garbage_are_format_errors(data, signer):
     cases = {
         "bad magic": flip(data, 0),
-        "unsupported format version": data[:4] + struct.pack(">H", 2) + data[6:],
+        "unsupported format version": data[:4] + struct.pack(">H", 3) + data[6:],
         "manifest length": data[:6] + struct.pack(">I", (16 << 20) + 1) + data[10:],
         "garbage": b"PK\x03\x04" + bytes(range(256)) * 4,
         "empty": b"",
@@ -403,3 +405,55 @@ def test_entry_module_path_must_be_its_own(compiled, signer):
     manifest["entries"][0]["module"] = manifest["entries"][1]["module"]
     with pytest.raises(BundleFormatError, match="module"):
         read_bundle(write_raw_bundle(manifest, payload, signer[0]), trusted_keys=[signer[1]])
+
+
+BLOB = {"path": "routing/embedder/table.npy", "size": 3, "sha256": hashlib.sha256(b"abc").hexdigest()}
+
+
+def test_format_2_lists_out_of_line_blobs_under_the_signature(compiled, signer):
+    manifest, payload = honest_manifest(compiled[:1], signer[0])
+    manifest.update(format_version=2, blobs=[BLOB])
+    bundle = read_bundle(write_raw_bundle(manifest, payload, signer[0], version=2), trusted_keys=[signer[1]])
+    assert bundle.blobs == {BLOB["path"]: {"sha256": BLOB["sha256"], "size": 3}} and BLOB["path"] not in bundle.files
+    # A header claiming another format than the one signed breaks the signature.
+    forged = bytearray(write_raw_bundle(manifest, payload, signer[0], version=2))
+    forged[4:6] = struct.pack(">H", 1)
+    with pytest.raises(SignatureError):
+        read_bundle(bytes(forged), trusted_keys=[signer[1]])
+
+
+@pytest.mark.parametrize("case,fragment", [
+    ("format 2 without blobs", "needs 'blobs'"),
+    ("format 1 with blobs", "format 1 has no 'blobs'"),
+    ("a module out of line", "never out of line"),
+    ("a blob also inline", "also inline"),
+    ("a blob listed twice", "listed twice"),
+    ("a bad hash", "64 lowercase hex"),
+    ("an escaping path", "escapes"),
+    ("an extra key", "exactly path, size and sha256"),
+])
+def test_malformed_blob_lists_are_refused(compiled, signer, case, fragment):
+    manifest, payload = honest_manifest(compiled[:1], signer[0])
+    module = manifest["files"][0]["path"]
+    version, blobs = 2, [dict(BLOB)]
+    if case == "format 2 without blobs":
+        blobs = None
+    elif case == "format 1 with blobs":
+        version = 1
+    elif case == "a module out of line":
+        blobs[0]["path"] = "modules/other.py"
+    elif case == "a blob also inline":
+        blobs[0]["path"] = module
+    elif case == "a blob listed twice":
+        blobs.append(dict(BLOB))
+    elif case == "a bad hash":
+        blobs[0]["sha256"] = "A" * 64
+    elif case == "an escaping path":
+        blobs[0]["path"] = "../table.npy"
+    else:
+        blobs[0]["offset"] = 0
+    manifest["format_version"] = version
+    if blobs is not None:
+        manifest["blobs"] = blobs
+    with pytest.raises(BundleFormatError, match=re.escape(fragment)):
+        read_bundle(write_raw_bundle(manifest, payload, signer[0], version=version), trusted_keys=[signer[1]])

@@ -63,13 +63,14 @@ def stranger(edge) -> EdgeClient:
 
 
 def serve_v(client: EdgeClient, path: Path) -> str:
-    staged = client.push_bundle(path)
+    staged = client.push(path).staged
     return client.activate(staged.bundle_id).active
 
 
 def test_every_state_changing_rpc_is_refused_on_the_query_listener(server, built):
     with admin(server) as owner:
         serve_v(owner, built["v1"])
+    held = sorted((server.runtime.blobs.root / "blobs").glob("*/*"))  # v1's routing table and tokenizer
     with stranger(server) as client:
         calls = {
             "PushBundle": lambda: client.push_bundle(built["v2"]),
@@ -89,7 +90,7 @@ def test_every_state_changing_rpc_is_refused_on_the_query_listener(server, built
         # Queries still work, and nothing changed: no v2 was staged.
         assert client.invoke(QUESTION).bundle_version == "1"
         assert [b.bundle_id for b in client.list_bundles().bundles] == ["examples-1"]
-    assert not list((server.runtime.blobs.root / "blobs").glob("*/*"))
+    assert sorted((server.runtime.blobs.root / "blobs").glob("*/*")) == held and "0" * 64 not in str(held)
 
 
 def test_admin_socket_is_0660_and_unreachable_for_others(tmp_path, built):
@@ -163,7 +164,7 @@ def test_older_bundle_is_refused_and_the_current_keeps_serving_across_restart(tm
     try:
         with admin(edge) as owner:
             serve_v(owner, built["v2"])
-            staged = owner.push_bundle(built["v1"])  # a validly signed older bundle may be held ...
+            staged = owner.push(built["v1"]).staged  # a validly signed older bundle may be held ...
             with pytest.raises(grpc.RpcError) as info:
                 owner.activate(staged.bundle_id)  # ... but not activated forward
             assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
@@ -204,9 +205,9 @@ def test_a_stored_bundle_id_is_never_overwritten(server, built):
     with admin(server) as owner:
         serve_v(owner, built["v2"])
         before = (server.runtime.bundles_dir / "examples-2.arcb").read_bytes()
-        assert owner.push_bundle(built["v2"]).bundle_id == "examples-2"  # the same bytes again: fine
+        assert owner.push(built["v2"]).staged.bundle_id == "examples-2"  # the same bytes again: fine
         with pytest.raises(grpc.RpcError) as info:
-            owner.push_bundle(built["v2-other-bytes"])
+            owner.push(built["v2-other-bytes"]).staged
         assert info.value.code() == grpc.StatusCode.ALREADY_EXISTS
         assert "never overwritten" in info.value.details()
         assert (server.runtime.bundles_dir / "examples-2.arcb").read_bytes() == before
@@ -217,7 +218,7 @@ def test_pinned_names_refuse_other_bundles_of_the_same_key(tmp_path, built):
     try:
         with admin(edge) as owner:
             with pytest.raises(grpc.RpcError) as info:
-                owner.push_bundle(built["v1"])
+                owner.push(built["v1"]).staged
             assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
             assert "'examples' refused" in info.value.details()
     finally:

@@ -26,7 +26,7 @@ def test_rereads_ask_the_guard_and_are_off_without_one(tmp_path, built, guard):
                                         impossible_rereads=2))
     try:
         with EdgeClient(f"127.0.0.1:{edge.port}", admin_socket=edge.admin_socket) as client:
-            client.activate(client.push_bundle(bundle).bundle_id)
+            client.activate(client.push(bundle).staged.bundle_id)
         answerer = edge.runtime._active
         extractor = answerer.extractor
         if not guard:

@@ -52,7 +52,7 @@ def client_for(edge) -> EdgeClient:
 
 
 def activate(client: EdgeClient, path: Path) -> str:
-    staged = client.push_bundle(path)
+    staged = client.push(path).staged
     client.activate(staged.bundle_id)
     return staged.bundle_id
 
@@ -166,7 +166,7 @@ def test_refused_bundles_leave_the_active_one_serving(server, built, tmp_path):
         activate(client, built["v1"])
         for bad, kind in ((truncated, "BundleFormatError"), (flipped, "IntegrityError"), (built["foreign"], "SignatureError")):
             with pytest.raises(grpc.RpcError) as info:
-                client.push_bundle(bad)
+                client.push(bad).staged
             assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             assert kind in info.value.details()
         with pytest.raises(grpc.RpcError) as info:
@@ -227,7 +227,7 @@ def test_swap_under_load_loses_nothing(server, built):
         for t in threads:
             t.start()
         try:
-            staged = admin.push_bundle(built["v2"])
+            staged = admin.push(built["v2"]).staged
             admin.activate(staged.bundle_id)
             admin.rollback()
             admin.activate(staged.bundle_id)

@@ -31,7 +31,7 @@ def serve(tmp_path, built, upstream: UpstreamConfig | None):
     bundle, public = built
     edge = create_server(RuntimeOptions(data_dir=tmp_path / "device", trusted_keys=[public], upstream=upstream))
     with EdgeClient(f"127.0.0.1:{edge.port}", admin_socket=edge.admin_socket) as client:
-        client.activate(client.push_bundle(bundle).bundle_id)
+        client.activate(client.push(bundle).staged.bundle_id)
     return edge
 
 
