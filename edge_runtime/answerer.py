@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any, Callable, Protocol, Sequence
 
 from edge_runtime.context import NarrationStep
+from edge_runtime.currency import in_question_currency
 from edge_runtime.disclaimers import counts_what_template_counts, set_aside_disclaimed
 from edge_runtime.errors import (
     ArcError,
@@ -333,7 +334,7 @@ class Answerer:
             parameters=values,
             result=result,
             answer=answer_value,
-            narration=list(execution.narration),
+            narration=in_question_currency(execution.narration, entry.template, query),
             timings=timings,
             path=path,
         )
