@@ -56,7 +56,8 @@ def cache_contents(bundle: Any, reference: Path | None = None) -> list[CachedQue
     For an entry named ``gsm8k-NNNN`` and a GSM8K reference file, the question is row NNNN verbatim
     and the answer its gold answer (the importer accepted the entry only if it reproduces that gold
     answer). Otherwise the question is the entry's ``question`` (its template with the original
-    values) and the answer is the entry's compiled code run on the original values, in-process.
+    values) and the answer is the entry's compiled code run on the original values in one of the
+    device's sandboxed workers (entry code is untrusted, even in a bundle this evaluation built).
     """
     gold: dict[int, tuple[str, Any]] = {}
     if reference is not None and Path(reference).exists():
@@ -68,25 +69,33 @@ def cache_contents(bundle: Any, reference: Path | None = None) -> list[CachedQue
                     row = json.loads(line)
                     gold[i] = (row["question"], gold_answer(row["answer"]))
     out = []
-    for entry_id in sorted(bundle.entries):
-        entry = bundle.entries[entry_id]
-        prefix, _, number = entry_id.rpartition("-")
-        if prefix == "gsm8k" and number.isdigit() and int(number) in gold:
-            question, answer = gold[int(number)]
-        else:
-            question = entry.question or entry.render(entry.original_values)
-            answer = _run_original(bundle, entry_id)
-        out.append(CachedQuestion(entry_id, question, answer))
+    pool = None
+    try:
+        for entry_id in sorted(bundle.entries):
+            entry = bundle.entries[entry_id]
+            prefix, _, number = entry_id.rpartition("-")
+            if prefix == "gsm8k" and number.isdigit() and int(number) in gold:
+                question, answer = gold[int(number)]
+            else:
+                if pool is None:
+                    from edge_runtime.worker_pool import WorkerPool
+
+                    pool = WorkerPool(1)
+                question = entry.question or entry.render(entry.original_values)
+                answer = _run_original(pool, bundle, entry_id)
+            out.append(CachedQuestion(entry_id, question, answer))
+    finally:
+        if pool is not None:
+            pool.close()
     return out
 
 
-def _run_original(bundle: Any, entry_id: str) -> Any:
-    from edge_runtime.compiler import LoadedCompiledEntry
-
+def _run_original(pool: Any, bundle: Any, entry_id: str) -> Any:
     entry = bundle.entries[entry_id]
     try:
-        result = LoadedCompiledEntry(bundle.modules[entry_id], entry_id).run(entry.validate(entry.original_values)).result
-    except Exception:  # noqa: BLE001 - an entry that needs the target model has no in-process reference answer
+        result = pool.run(bundle.digest, entry_id, bundle.modules[entry_id], entry.validate(entry.original_values),
+                          timeout_s=10.0).result
+    except Exception:  # noqa: BLE001 - an entry that needs the target model has no reference answer here
         return None
     return result.get(entry.answer_key) if entry.answer_key else result
 

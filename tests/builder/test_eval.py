@@ -254,3 +254,25 @@ def test_the_throughput_mix_keeps_every_path_and_its_head_is_no_run_of_rare_path
     assert {q for q in mix if q.startswith("r")} == {f"r{k}" for k in range(6)}  # every path is in the mix
     assert mix == mixed_hits(records, limit=200)  # the same order run after run
     assert sum(q.startswith("r") for q in mix[:30]) < 6  # not all rare ones up front, as interleaving alone put them
+
+
+def test_the_baselines_reference_answers_are_computed_in_the_devices_sandbox(tmp_path, monkeypatch):
+    """Entry code is untrusted even in a bundle the evaluation built: the exact cache's and GPTCache's
+    reference answers come from a sandboxed worker, never from code run in the evaluating process."""
+    from builder.eval.systems import cache_contents
+    from edge_runtime import compiler
+    from edge_runtime.bundle import read_bundle
+    from tests.edge_server_fixtures import example_bundle, make_keys, random_static_embedder
+
+    key, public = make_keys(tmp_path / "keys")
+    path = example_bundle(tmp_path / "bundles", key, random_static_embedder(tmp_path / "embedder"), "1")
+    bundle = read_bundle(path, trusted_keys=None, allow_unsigned=True)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("entry code ran in the evaluating process")
+
+    monkeypatch.setattr(compiler.LoadedCompiledEntry, "run", refuse)
+    contents = {c.entry_id: c for c in cache_contents(bundle)}
+    assert set(contents) == set(bundle.entries)
+    assert contents["school-trip-cost"].answer == 4510  # the entry's answer to its own question
+    assert contents["parcel-shipping-cost"].answer is None  # it asks the target model: no reference here
