@@ -156,7 +156,12 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
             steps.append((_step_name(line[:match.start()], len(steps)), tree.body, result))
     finals = [i for i, (_, _, result) in enumerate(steps) if is_close(result, gold)]
     if not finals:
-        return None
+        hand = _hand_worked_step(str(answer), gold)
+        if hand is None:
+            return None
+        text, expr = hand
+        steps.append((_step_name(text, len(steps)), expr, float(gold)))
+        finals = [len(steps) - 1]
     body: list[ast.stmt] = []
     for i, (name, expr, _) in enumerate(steps[: finals[-1] + 1]):
         earlier = steps[:i]
@@ -164,10 +169,14 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
         class Chain(ast.NodeTransformer):
             def visit_Constant(self, node: ast.Constant) -> ast.AST:
                 if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-                    results = [prior_name for prior_name, _, prior in earlier if is_close(prior, node.value, 1e-9)]
+                    found = [(prior_name, prior_expr) for prior_name, prior_expr, prior in earlier
+                             if is_close(prior, node.value, 1e-9)]
+                    results = [prior_name for prior_name, _ in found]
                     if results:
                         if len(results) > 1 or any(is_close(v, node.value, 1e-9) for v in stated):
                             raise _Ambiguous  # "6 + 6" after two steps that both gave 6: which is which
+                        if isinstance(found[0][1], ast.Constant):  # "12 inches / 12 = <<1=1>>1 foot" hides its inputs
+                            raise _Ambiguous
                         return ast.copy_location(ast.Name(id=results[0], ctx=ast.Load()), node)
                 return node
 
@@ -183,6 +192,47 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
     module = ast.Module(body=[func], type_ignores=[])
     ast.fix_missing_locations(module)
     return ast.unparse(module)
+
+
+_CLAUSE = re.compile(r"[,;:!?]|\.(?!\d)")
+_TIMES = re.compile(r"(?<=[\d%)])\s*[x×]\s*(?=[\d($])")
+
+
+def _hand_worked_step(answer: str, gold: Any) -> tuple[str, ast.expr] | None:
+    """The last line of a worked answer computed by hand (``so the boots cost 99 + 5 = $104``) as one step.
+
+    Only a line that ends in ``= gold`` and whose first expression that reaches it is plain arithmetic
+    once its unit words, currency and percent signs are dropped (``1 foot / 10 feet * 100%``): an
+    equation to solve (``2/3 * x = 12``) or two numbers with no operator between them is not used."""
+    lines = [line for line in answer.split("\n") if line.strip() and not line.lstrip().startswith("####")]
+    if not lines or "<<" in lines[-1] or "=" not in lines[-1]:
+        return None
+    segments = lines[-1].split("=")
+    final = re.match(r"\s*[$€£]?\s*(-?[\d,]*\.?\d+)", segments[-1])
+    if final is None or not is_close(float(final.group(1).replace(",", "")), gold):
+        return None
+    for index, segment in enumerate(segments[:-1]):
+        clause = _CLAUSE.split(segment)[-1] if index == 0 else segment
+        text = _TIMES.sub("*", clause.replace("−", "-").replace("–", "-").replace("÷", "/"))
+        text = re.sub(r"(?<=\d),(?=\d{3})", "", text)
+        text = re.sub(r"[$€£%]|[A-Za-z]+(?:'[a-z]+)?", " ", text).strip()
+        if not text or not re.fullmatch(r"[\d.\s+\-*/()]+", text) or re.search(r"\d\s+[\d(]|\)\s*[\d(]", text):
+            continue
+        try:
+            tree = ast.parse(text, mode="eval")
+        except SyntaxError:
+            continue
+        if not any(isinstance(n, ast.BinOp) for n in ast.walk(tree)):
+            continue
+        if not all(isinstance(n, _ARITHMETIC) for n in ast.walk(tree)):
+            continue
+        try:
+            value = eval(compile(tree, "<hand step>", "eval"), {"__builtins__": {}}, {})  # noqa: S307 - arithmetic only
+        except (ZeroDivisionError, OverflowError, ValueError):
+            continue
+        if is_close(float(value), gold):
+            return clause, tree.body
+    return None
 
 
 def _hoist_givens(body: list[ast.stmt], question: str) -> list[ast.stmt]:

@@ -157,7 +157,7 @@ def test_a_worked_solution_becomes_a_program_that_chains_its_steps() -> None:
     program = PalProgram(code)
     assert program.run() == 18
     assert sorted(lit.value for lit in program.literals) == [2, 3, 4, 16]  # the 9 is read from the first step
-    assert worked_solution_program("By hand: 2 + 2 = 4\n#### 4", 4) is None  # no annotation reaches the gold
+    assert worked_solution_program("By hand, x = 2 + 2 and y = 5\n#### 4", 4) is None  # nothing reaches the gold
     assert worked_solution_program("<<__import__('os')=0>>0\n#### 0", 0) is None  # arithmetic only
 
 
@@ -196,3 +196,31 @@ def test_a_worked_solution_that_adds_two_equal_results_is_not_used() -> None:
               "Leaving: 6+6=<<6+6=12>>12\n#### 12")
     assert worked_solution_program(answer, 12, question) is None
 
+
+
+def test_a_last_line_worked_by_hand_is_the_final_step() -> None:
+    """GSM8K solutions often compute the last step without a calculator annotation ("so the boots cost
+    99 + 5 = $104"); it is the step that reaches the gold, read as plain arithmetic once its words go."""
+    from builder.independent import worked_solution_program
+    from builder.pot_importer import PalProgram
+
+    question = "Heels cost $33 a pair and she buys 3 pairs; the boots cost $5 more than the heels together. Boots?"
+    answer = "The heels cost 33 * 3 = $<<33*3=99>>99 together.\nSo the boots cost 99 + 5 = $104.\n#### 104"
+    program = PalProgram(worked_solution_program(answer, 104, question))
+    assert program.run() == 104 and sorted(lit.value for lit in program.literals) == [3, 5, 33]
+    percent = "Girls: 20-8=<<20-8=12>>12.\nThis is 12/20 x 100% = 60% of the students.\n#### 60"
+    assert PalProgram(worked_solution_program(percent, 60, "20 students, 8 boys. What percent are girls?")).run() == 60
+    algebra = "Two thirds are 8+4=<<8+4=12>>12.\nSo 2/3 * x = 12, and x = 18\n#### 18"
+    assert worked_solution_program(algebra, 18, "...") is None  # an equation to solve, not arithmetic
+    apart = "Cars: 5*5=<<5*5=25>>25.\nThere were 25 total cars – 20 cars in the last 15 minutes = 5 cars\n#### 5"
+    assert worked_solution_program(apart, 5, "...") is None  # "20 cars ... 15 minutes": two numbers, no operator
+
+
+def test_a_step_that_chains_a_result_annotated_without_its_calculation_is_not_used() -> None:
+    """"12 inches / 12 inches/foot = <<1=1>>1 foot" hides what the 1 was computed from: chained, the
+    solution would keep it constant on every variant and veto a right entry."""
+    from builder.independent import worked_solution_program
+
+    answer = ("Remoras: 6*2=<<6*2=12>>12 inches.\nIn feet: 12 / 12 = <<1=1>>1 foot.\n"
+              "Share: 1/10*100=<<1/10*100=10>>10%\n#### 10")
+    assert worked_solution_program(answer, 10, "A 10-foot shark has 2 6-inch remoras. What percent?") is None
