@@ -22,6 +22,7 @@ CPU's and say nothing about NEON or dot-product kernels (docs/arm64.md).
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import random
@@ -42,7 +43,6 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import grpc  # noqa: E402
 
-from builder.bundle_build import sample_values  # noqa: E402
 from builder.pipeline import default_key, make_bundle, target_model_dir  # noqa: E402
 from edge_runtime.bundle import read_bundle  # noqa: E402
 from edge_runtime.client import EdgeClient  # noqa: E402
@@ -68,7 +68,8 @@ def in_root(*cmd: str, env: dict[str, str] | None = None, capture: bool = False)
     """Run ``cmd`` inside the arm64 userland (its binaries run through binfmt's qemu-aarch64)."""
     full = ["chroot", str(ROOT), "/usr/bin/env", "-i", "PATH=/opt/venv/bin:/usr/bin:/bin", "HOME=/root",
             "ORT_DISABLE_TELEMETRY=1", *(f"{k}={v}" for k, v in (env or {}).items()), *cmd]
-    out = run(full, capture_output=capture, text=True)
+    # what is not captured goes to stderr: stdout carries only the table or the --json line
+    out = run(full, capture_output=True, text=True) if capture else run(full, stdout=sys.stderr, text=True)
     return out.stdout if capture else ""
 
 
@@ -84,6 +85,8 @@ def ensure_proc() -> None:
     """The runtime reads /proc/self (its workers check their own memory map): mount it in the userland."""
     if not (ROOT / "proc" / "self").exists():
         run(["mount", "-t", "proc", "proc", str(ROOT / "proc")])
+        # unmounted again on the way out: a proc mount left under build/ makes removing the folder fail
+        atexit.register(subprocess.run, ["umount", "--lazy", str(ROOT / "proc")], check=False)
 
 
 def ensure_userland() -> None:
@@ -141,8 +144,10 @@ def wait_ready(address: str, question: str, deadline_s: float, request_s: float)
 class Budgets:
     """Time budgets of one server: per entry run, per entry model call, and the client's deadline per question.
 
-    The defaults are ``arc-edge serve``'s and ``arc-edge invoke``'s own (what the x86 reference runs with);
-    the emulated server gets ``EMULATED`` unless the command line says otherwise."""
+    The entry and model-call defaults are ``arc-edge serve``'s own (what the x86 reference runs with); the
+    server cuts each question to the shorter of the client's deadline and its entry budget, so a client
+    deadline above the entry budget changes no answer. The emulated server gets ``EMULATED`` unless the
+    command line says otherwise."""
 
     entry_seconds: float = 5.0
     lm_call_seconds: float = 2.0
@@ -190,14 +195,22 @@ def start_emulated(pub: Path, bundle: Path, model: Path, budgets: Budgets) -> tu
 
 
 def example_questions(bundle: Path, public: bytes, n: int) -> list[str]:
+    """A template question and a paraphrase for each of ``n`` entries, with values the entry's own code
+    accepts (independently drawn values can be impossible together, -40 kelvin: such a question only
+    compares two EXECUTION_FAILED misses)."""
     from extraction import PARAPHRASES
+    from serve import accepted_values
 
-    entries = sorted(read_bundle(bundle, trusted_keys=[public]).entries.values(), key=lambda e: e.id)
+    from edge_runtime.compiler import LoadedCompiledEntry
+
+    read = read_bundle(bundle, trusted_keys=[public])
+    entries = sorted(read.entries.values(), key=lambda e: e.id)
     rng = random.Random(11)
     out = []
     for i in range(n):
         entry = entries[i % len(entries)]
-        values = {k: format_value(v) for k, v in sample_values(entry, rng).items()}
+        module = LoadedCompiledEntry(read.modules[entry.id], entry.id)
+        values = {k: format_value(v) for k, v in accepted_values(entry, module, rng).items()}
         out.append(entry.template.format(**values))
         out.append(rng.choice(PARAPHRASES[entry.id]).format(**values))
     return out
