@@ -185,6 +185,8 @@ def start_emulated(pub: Path, bundle: Path, model: Path, budgets: Budgets) -> tu
     (data / "in").mkdir(parents=True)
     shutil.copy(pub, data / "in" / "key.pub")
     shutil.copy(bundle, data / "in" / bundle.name)
+    if (bundle.parent / "blobs").is_dir():  # bundle format 2: the routing table and tokenizer are blobs beside it
+        shutil.copytree(bundle.parent / "blobs", data / "in" / "blobs", symlinks=False)
     shutil.copytree(model, data / "in" / "model", symlinks=False)
     port = free_port()
     cmd = ["chroot", str(ROOT), "/usr/bin/env", "-i", "PATH=/opt/venv/bin:/usr/bin:/bin", "HOME=/root",
