@@ -155,22 +155,20 @@ class EdgeClient:
         files = {}
         for path in sorted(p for p in Path(artefact_dir).rglob("*") if p.is_file()):
             files[_sha256(path)] = path
-        missing = self.admin_stub.MissingBlobs(pb.MissingBlobsRequest(sha256=list(files)), timeout=self.timeout_s).sha256
-        for sha in missing:
-            self.admin_stub.PushBlob(_blob_chunks(sha, files[sha]), timeout=timeout_s)
-        return list(missing)
+        return self._push_missing(files, timeout_s)
 
     def push_blobs(self, wanted: Iterable[str], blob_dir: Path, *, timeout_s: float = 600.0) -> list[str]:
         """Push those of ``wanted`` the device lacks (MissingBlobs) from ``blob_dir/<sha256>``; returns what was
         sent. A hash with no file there is left out, for the caller to report."""
-        missing = self.admin_stub.MissingBlobs(pb.MissingBlobsRequest(sha256=list(wanted)), timeout=self.timeout_s).sha256
-        sent = []
+        files = {sha: Path(blob_dir) / sha for sha in wanted if (Path(blob_dir) / sha).is_file()}
+        return self._push_missing(files, timeout_s)
+
+    def _push_missing(self, files: dict[str, Path], timeout_s: float) -> list[str]:
+        """Ask which of ``files`` (sha256 -> path) the device lacks and push only those; returns what was sent."""
+        missing = self.admin_stub.MissingBlobs(pb.MissingBlobsRequest(sha256=list(files)), timeout=self.timeout_s).sha256
         for sha in missing:
-            path = Path(blob_dir) / sha
-            if path.is_file():
-                self.admin_stub.PushBlob(_blob_chunks(sha, path), timeout=timeout_s)
-                sent.append(sha)
-        return sent
+            self.admin_stub.PushBlob(_blob_chunks(sha, files[sha]), timeout=timeout_s)
+        return list(missing)
 
     def push_bundle(self, path: Path, *, timeout_s: float = 120.0) -> pb.PushBundleResponse:
         return self.admin_stub.PushBundle(_bundle_chunks(Path(path)), timeout=timeout_s)

@@ -17,6 +17,7 @@ from typing import Sequence
 
 from edge_runtime.context import NarrationStep
 
+#: The currency symbols a question may write before an amount (the aligner reads one as a rename of another).
 SYMBOLS = "$€£¥₹"
 _AMOUNT = re.compile(rf"([{re.escape(SYMBOLS)}])\s?(?=[\d{{.])")
 

@@ -13,7 +13,7 @@ import string
 from fractions import Fraction
 
 from edge_runtime.metadata import Param
-from edge_runtime.values import SHARE_OF_POWER
+from edge_runtime.values import DIGITS, DIGITS_END, SHARE_OF_POWER
 
 _NUMBER_WORDS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -23,9 +23,7 @@ _NUMBER_WORDS = (
 ).split()
 _WORD = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _SPAN = re.compile(
-    # a unit may follow without a space ("115g", "$427/hour"); a digit, an ordinal ending or "/3" may not
-    rf"(?<![\w.])-?(?:\d+\s+\d+/\d+|\d+/\d+|\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d*\.\d+|\d+)"
-    rf"(?![\d_]|[.,/]\d|(?:st|nd|rd|th)\b)"
+    rf"(?<![\w.])-?{DIGITS}{DIGITS_END}(?!(?:st|nd|rd|th)\b)"  # not the "1" of "1st"
     rf"|\b(?:(?:{_WORD})(?:[\s-]+(?:and\s+)?(?:a\s+)?(?:{_WORD}))*)\b"
     rf"|\ban?\s+(?:half|third|quarter|fifth|sixth|eighth|tenth|dozen)\b",  # "a third", "a dozen"
     re.IGNORECASE,

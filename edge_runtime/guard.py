@@ -41,7 +41,8 @@ from typing import Any, Sequence
 
 from edge_runtime.errors import ConversionError
 from edge_runtime.metadata import EntryPoint
-from edge_runtime.values import MONTH_DAYS, SHARE_OF_POWER, TIME_UNITS, parse_quantity, reads_as_share, share_of_power
+from edge_runtime.values import (DIGITS, DIGITS_END, MONTH_DAYS, SHARE_OF_POWER, TIME_UNITS, parse_quantity,
+                                 reads_as_share, share_of_power)
 
 # ---- numbers in text ---------------------------------------------------------------------------
 
@@ -60,8 +61,7 @@ STRUCTURAL: dict[str, tuple[float, ...]] = {
 _CARD = "|".join(sorted(_CARDINALS, key=len, reverse=True))
 _STRUCT = "|".join(sorted(STRUCTURAL, key=len, reverse=True))
 _NUMBER = re.compile(
-    # a unit may follow without a space ("115g", "73km/hr", "$427/hour"); a digit, "1st" or "2/3" may not
-    r"(?<![\w.])(?:\d+\s+\d+/\d+|\d+/\d+|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+)(?![\d_]|[.,/]\d)"
+    rf"(?<![\w.]){DIGITS}{DIGITS_END}"  # "1st" is dropped in scan()
     rf"|\b(?:(?:{_CARD})(?:[\s-]+(?:and\s+)?(?:{_CARD}))*(?:[\s-]+(?:{_STRUCT}))?)\b"
     rf"|\b(?:(?:a|an)\s+)?(?:{_STRUCT})\b",
     re.IGNORECASE,
@@ -451,7 +451,7 @@ class ReasoningGuard:
             if i in used or (mention.weak and not cfg.weak_numbers):
                 continue
             span = next(((s, e) for s, e in spans if s <= mention.start < e), (0, len(question)))
-            restated = _restated(question, mentions, used, i, span)
+            restated = _restated(question, mentions, used, i, span, spans)
             added.append({"text": mention.text, "restates": restated})
         checks["unexplained"] = added
         if cfg.check_added:
@@ -613,7 +613,8 @@ _RESTATING = frozenset("note noted remember recall recap reminder clear said sta
                        "indeed repeat summary precisely exactly".split())
 
 
-def _restated(question: str, mentions: Sequence[Mention], used: set[int], index: int, span: tuple[int, int]) -> str | None:
+def _restated(question: str, mentions: Sequence[Mention], used: set[int], index: int, span: tuple[int, int],
+              spans: Sequence[tuple[int, int]]) -> str | None:
     """The accounted-for number that mention ``index`` states again, or None: the same value, counting the same
     thing (the word after it), stated in another sentence whose words are all that sentence's own (besides a
     restating phrase: "Note that ...") and none of which adds ("also", "more", "than" ...): "Note that
@@ -625,7 +626,6 @@ def _restated(question: str, mentions: Sequence[Mention], used: set[int], index:
         return None
     own = content_words(_remove_numbers(sentence)) - _RESTATING
     head = _unit_words(question, mentions[index], 1)
-    spans = sentences(question)
     for j in sorted(used):
         other = mentions[j]
         if start <= other.start < end or not _shares_value(mentions[index], other):

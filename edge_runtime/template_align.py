@@ -44,6 +44,7 @@ from collections import Counter
 from difflib import SequenceMatcher
 from fractions import Fraction
 
+from edge_runtime.currency import SYMBOLS as CURRENCY_SYMBOLS
 from edge_runtime.draft import number_spans
 from edge_runtime.metadata import Param
 from edge_runtime.values import MONTH_DAYS, TIME_UNITS
@@ -71,7 +72,7 @@ _OPERATION_WORDS = _ADDING_WORDS | {
     "less", "than",
 }
 _UNITS = set(TIME_UNITS)
-_CURRENCY = {"$", "€", "£", "¥", "₹"}
+_CURRENCY = set(CURRENCY_SYMBOLS)
 #: Words too common to mark a swap of roles when they move.
 _COMMON = set("""a an the of for to and or but in on at by with from into as is are was were be been has have had
 do does did it its he she his her him they them their we our you your i my me this that these those there each

@@ -24,6 +24,11 @@ _ORDINALS = {"half": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixt
 _DENOMINATORS = {**_ORDINALS, **{w + "s": d for w, d in _ORDINALS.items() if w != "half"}, "halves": 2}
 #: Units of time, which a question may state with an article alone ("after an hour", "a week later").
 TIME_UNITS = ("second", "minute", "hour", "day", "week", "month", "year")
+#: A number written in digits: a mixed number, a fraction, thousands separators, a decimal, an integer.
+DIGITS = r"(?:\d+\s+\d+/\d+|\d+/\d+|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+)"
+#: What may not follow it: more digits or the rest of a number ("2/3", "1.5"). A unit may, without a space:
+#: "115g", "73km/hr", "$427/hour" state 115, 73 and 427 (the guard must see every stated number).
+DIGITS_END = r"(?![\d_]|[.,/]\d)"
 #: The days a month's name states, which a program may use ("how much does he make in June" sells 30 days of
 #: doughnuts). "May" is left out: it is mostly the verb.
 MONTH_DAYS = {"january": 31, "february": 28, "march": 31, "april": 30, "june": 30, "july": 31, "august": 31,
