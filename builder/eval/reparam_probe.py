@@ -83,32 +83,27 @@ def number_word(value: int) -> str | None:
 
 @dataclass(frozen=True)
 class Names:
-    """First names by gender, without the ones a dev set already uses."""
+    """First names by gender: ``genders`` recognises a person in a question (any name of one gender only),
+    ``female`` / ``male`` are the replacements, without the ones a dev set already uses."""
 
     female: tuple[str, ...]
     male: tuple[str, ...]
+    genders: Mapping[str, str]
 
     @classmethod
     def load(cls, exclude: Iterable[str] = ()) -> "Names":
         from faker.providers.person.en_US import Provider
 
-        used = set(exclude) | _NOT_NAMES
-        female = set(Provider.first_names_female)
-        male = set(Provider.first_names_male)
-        return cls(tuple(sorted(female - male - used)), tuple(sorted(male - female - used)))
+        female = set(Provider.first_names_female) - set(Provider.first_names_male) - _NOT_NAMES
+        male = set(Provider.first_names_male) - set(Provider.first_names_female) - _NOT_NAMES
+        used = set(exclude)
+        genders = {**{n: "female" for n in female}, **{n: "male" for n in male}}
+        return cls(tuple(sorted(female - used)), tuple(sorted(male - used)), genders)
 
 
-def _faker_genders() -> dict[str, str]:
-    from faker.providers.person.en_US import Provider
-
-    female, male = set(Provider.first_names_female), set(Provider.first_names_male)
-    out = {n: "female" for n in female - male}
-    out.update({n: "male" for n in male - female})
-    return {n: g for n, g in out.items() if n not in _NOT_NAMES}
-
-
-def swap_names(text: str, names: Names, rng: random.Random, genders: Mapping[str, str]) -> str | None:
+def swap_names(text: str, names: Names, rng: random.Random) -> str | None:
     """``text`` with each first name replaced consistently by another of its gender; None if it names no one."""
+    genders = names.genders
     found = [w for w in dict.fromkeys(_NAME.findall(text)) if w in genders]
     if not found:
         return None
@@ -263,7 +258,6 @@ def generate(entries: Iterable[EntryPoint], ask: Callable[[EntryPoint, str, dict
              names: Names, verification: Mapping[str, str], seed: str = "reparam-probe", draws: int = 5) -> list[Probe]:
     """Up to seven probes per entry whose exact rendering ``ask`` answered within ``draws`` draws of values (``ask``
     returns None when the device missed or did not read the values back); the same entries give the same probes."""
-    genders = _faker_genders()
     out: list[Probe] = []
     for entry in entries:
         rng = random.Random(f"{seed}:{entry.id}")
@@ -281,13 +275,13 @@ def generate(entries: Iterable[EntryPoint], ask: Callable[[EntryPoint, str, dict
         make = lambda q, kind: Probe(q, answer, kind, entry.id, row, half_of(row), values,  # noqa: E731
                                      verification.get(entry.id, "unverified"))
         out.append(make(exact, EXACT))
-        named = swap_names(exact, names, rng, genders)
+        named = swap_names(exact, names, rng)
         if named is not None:
             out.append(make(named, NAMES))
         worded, any_word = render(entry, values, True, rng)
         if any_word:
             out.append(make(worded, WORDS))
-            both = swap_names(worded, names, random.Random(f"{seed}:{entry.id}:both"), genders)
+            both = swap_names(worded, names, random.Random(f"{seed}:{entry.id}:both"))
             if both is not None:
                 out.append(make(both, BOTH))
         renamed = swap_objects(entry.template, random.Random(f"{seed}:{entry.id}:objects"))
@@ -299,7 +293,7 @@ def generate(entries: Iterable[EntryPoint], ask: Callable[[EntryPoint, str, dict
         if renamed is not None or priced is not None:
             text = render(entry, values, True, rng, renamed)[0]
             text = swap_currency(text, random.Random(f"{seed}:{entry.id}:currency")) or text
-            text = swap_names(text, names, random.Random(f"{seed}:{entry.id}:all"), genders) or text
+            text = swap_names(text, names, random.Random(f"{seed}:{entry.id}:all")) or text
             out.append(make(text, ALL))
     return out
 

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("faker")
 
 from builder.eval.reparam_probe import (  # noqa: E402
-    BOTH, CURRENCY, EXACT, KINDS, NAMES, OBJECTS, WORDS, Names, _faker_genders, draw_values, generate, number_word, render, swap_names,
+    BOTH, CURRENCY, EXACT, KINDS, NAMES, OBJECTS, WORDS, Names, draw_values, generate, number_word, render, swap_names,
 )
 from edge_runtime.metadata import EntryPoint, Param  # noqa: E402
 
@@ -25,16 +25,16 @@ def _entry() -> EntryPoint:
 
 
 def test_names_are_swapped_consistently_within_gender_and_never_a_dev_name() -> None:
-    genders = _faker_genders()
     names = Names.load({"Linda", "Walter"})
+    genders = names.genders
     text = "Mary met Tom. Mary gave Tom's dog 3 bones on Monday in May."
-    out = swap_names(text, names, random.Random(0), genders)
+    out = swap_names(text, names, random.Random(0))
     assert out is not None and "Mary" not in out and "Tom" not in out
     assert "Monday" in out and "May" in out  # dates are not people
     first = out.split()[0]
     assert out.count(first) == 2 and genders[first] == "female"
     assert "Linda" not in out and "Walter" not in out
-    assert swap_names("A farm has 3 cows.", names, random.Random(0), genders) is None
+    assert swap_names("A farm has 3 cows.", names, random.Random(0)) is None
 
 
 def test_values_stay_in_the_domain_and_one_stays_one() -> None:
