@@ -44,9 +44,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import grpc  # noqa: E402
 
 from builder.pipeline import default_key, make_bundle, target_model_dir  # noqa: E402
-from edge_runtime.bundle import read_bundle  # noqa: E402
-from edge_runtime.client import EdgeClient  # noqa: E402
-from edge_runtime.metadata import format_value  # noqa: E402
+from edge_runtime.bundles.bundle import read_bundle  # noqa: E402
+from edge_runtime.serving.client import EdgeClient  # noqa: E402
+from edge_runtime.entries.metadata import format_value  # noqa: E402
 from edge_runtime.proto import edge_pb2 as pb  # noqa: E402
 
 WORK = REPO / "build" / "arm64"
@@ -203,7 +203,7 @@ def example_questions(bundle: Path, public: bytes, n: int) -> list[str]:
     from extraction import PARAPHRASES
     from serve import accepted_values
 
-    from edge_runtime.compiler import LoadedCompiledEntry
+    from edge_runtime.entries.compiler import LoadedCompiledEntry
 
     read = read_bundle(bundle, trusted_keys=[public])
     entries = sorted(read.entries.values(), key=lambda e: e.id)

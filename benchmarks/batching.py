@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from edge_runtime.lm_engine import LMEngine  # noqa: E402
+from edge_runtime.model.lm_engine import LMEngine  # noqa: E402
 
 
 def batched_seconds(engine: LMEngine, rows: int, new: int, past: int, repeats: int) -> float:

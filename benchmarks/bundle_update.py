@@ -28,9 +28,9 @@ sys.path.insert(0, str(REPO))
 
 from builder.bundle_build import build_bundle  # noqa: E402
 from builder.keys import generate_keypair, load_public_key  # noqa: E402
-from edge_runtime.client import ByteCounter, EdgeClient, PushResult  # noqa: E402
-from edge_runtime.runtime import RuntimeOptions  # noqa: E402
-from edge_runtime.server import create_server  # noqa: E402
+from edge_runtime.serving.client import ByteCounter, EdgeClient, PushResult  # noqa: E402
+from edge_runtime.serving.runtime import RuntimeOptions  # noqa: E402
+from edge_runtime.serving.server import create_server  # noqa: E402
 
 EXAMPLES = REPO / "bundles" / "examples"
 REMOVED = "school_trip.py"  # v2 drops this entry

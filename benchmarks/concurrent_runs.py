@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from builder.pipeline import target_model_dir  # noqa: E402
-from edge_runtime.lm_engine import KVState, LMEngine  # noqa: E402
+from edge_runtime.model.lm_engine import KVState, LMEngine  # noqa: E402
 
 PREFIX_TOKENS = 300
 PASS_TOKENS = 75

@@ -21,10 +21,10 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edge_runtime.compiler import LoadedCompiledEntry, compile_entry  # noqa: E402
-from edge_runtime.embedder import OnnxSentenceEmbedder  # noqa: E402
-from edge_runtime.instant_lm import InstantTargetLM  # noqa: E402
-from edge_runtime.registry import Registry  # noqa: E402
+from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry  # noqa: E402
+from edge_runtime.route.embedder import OnnxSentenceEmbedder  # noqa: E402
+from edge_runtime.model.instant_lm import InstantTargetLM  # noqa: E402
+from edge_runtime.entries.registry import Registry  # noqa: E402
 
 
 def median_us(fn: Callable[[], object], repeats: int) -> float:

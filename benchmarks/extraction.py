@@ -44,12 +44,12 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edge_runtime.embedder import OnnxSentenceEmbedder  # noqa: E402
+from edge_runtime.route.embedder import OnnxSentenceEmbedder  # noqa: E402
 from edge_runtime.errors import ExtractionError  # noqa: E402
-from edge_runtime.extractor import Extractor, prompt_parts  # noqa: E402
-from edge_runtime.lm_engine import LMEngine  # noqa: E402
-from edge_runtime.metadata import EntryPoint, Param  # noqa: E402
-from edge_runtime.registry import Registry  # noqa: E402
+from edge_runtime.read.extractor import Extractor, prompt_parts  # noqa: E402
+from edge_runtime.model.lm_engine import LMEngine  # noqa: E402
+from edge_runtime.entries.metadata import EntryPoint, Param  # noqa: E402
+from edge_runtime.entries.registry import Registry  # noqa: E402
 
 #: Other wordings of the example entries' questions (same slots), written for this benchmark.
 PARAPHRASES: dict[str, list[str]] = {
@@ -225,8 +225,8 @@ def bundle_accuracy(bundle_path: Path, set_path: Path, threads: int) -> dict[str
     from builder.eval.answers import answers_match
     from builder.eval.querysets import load_query_set
     from builder.eval.runner import bundle_model_dir
-    from edge_runtime.bundle import read_bundle
-    from edge_runtime.runtime import EdgeRuntime, RuntimeOptions
+    from edge_runtime.bundles.bundle import read_bundle
+    from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions
 
     # The evaluation bundles are signed with their own key: trust the signer the manifest names, as
     # arc-build eval does (this measures extraction, not the signature check).

@@ -31,9 +31,9 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 STATIC_DIR = REPO / "build" / "static_embedder" / "minilm_l6_256"
 CACHE_DIR = REPO / "build" / "distill"
 
-from edge_runtime.embedder import Embedder, OnnxSentenceEmbedder  # noqa: E402
-from edge_runtime.router import Router, calibrate  # noqa: E402
-from edge_runtime.static_embedder import StaticEmbedder  # noqa: E402
+from edge_runtime.route.embedder import Embedder, OnnxSentenceEmbedder  # noqa: E402
+from edge_runtime.route.router import Router, calibrate  # noqa: E402
+from edge_runtime.route.static_embedder import StaticEmbedder  # noqa: E402
 
 N_ENTRIES = 300
 N_NEGATIVES = 300

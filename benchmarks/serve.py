@@ -31,13 +31,13 @@ import grpc  # noqa: E402
 
 from builder.bundle_build import sample_values  # noqa: E402
 from builder.pipeline import default_key, make_bundle, target_model_dir  # noqa: E402
-from edge_runtime.bundle import read_bundle  # noqa: E402
-from edge_runtime.client import EdgeClient  # noqa: E402
-from edge_runtime.compiler import LoadedCompiledEntry  # noqa: E402
+from edge_runtime.bundles.bundle import read_bundle  # noqa: E402
+from edge_runtime.serving.client import EdgeClient  # noqa: E402
+from edge_runtime.entries.compiler import LoadedCompiledEntry  # noqa: E402
 from edge_runtime.errors import ExecutionError, TargetModelError  # noqa: E402
-from edge_runtime.metadata import format_value  # noqa: E402
+from edge_runtime.entries.metadata import format_value  # noqa: E402
 from edge_runtime.proto import edge_pb2 as pb  # noqa: E402
-from edge_runtime.runtime import RuntimeOptions  # noqa: E402
+from edge_runtime.serving.runtime import RuntimeOptions  # noqa: E402
 from extraction import PARAPHRASES  # noqa: E402
 
 
@@ -169,7 +169,7 @@ def throughput(address: str, mixed: list[str], concurrency: int, seconds: float)
 
 REFERENCE_PASS = """
 import statistics, sys, time
-from edge_runtime.lm_engine import LMEngine
+from edge_runtime.model.lm_engine import LMEngine
 engine = LMEngine(sys.argv[1], threads=2)
 state = engine.prefix_state(list(range(1000, 1300)))
 times = []

@@ -23,8 +23,8 @@ from typing import Any, Mapping
 import msgpack
 
 from builder.keys import load_private_key, public_key_bytes
-from edge_runtime.blob_store import artefact_digest, list_artefact_files
-from edge_runtime.bundle import (
+from edge_runtime.bundles.blob_store import artefact_digest, list_artefact_files
+from edge_runtime.bundles.bundle import (
     BLOBS_DIR,
     FORMAT_VERSION,
     HEADER,
@@ -39,10 +39,10 @@ from edge_runtime.bundle import (
     module_path,
     signed_message,
 )
-from edge_runtime.compiler import CompiledEntry
+from edge_runtime.entries.compiler import CompiledEntry
 from edge_runtime.errors import BundleError, BundleFormatError, UnsafeCodeError
-from edge_runtime.metadata import entry_to_dict
-from edge_runtime.validator import validate_source
+from edge_runtime.entries.metadata import entry_to_dict
+from edge_runtime.entries.validator import validate_source
 
 
 def builder_version() -> str:

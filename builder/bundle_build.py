@@ -12,11 +12,11 @@ from builder.confined_build import compile_confined, read_sources
 from builder.negatives import GENERAL_NEGATIVES
 from builder.verification import Verification
 from edge_runtime.errors import BundleError
-from edge_runtime.verification import VerificationStatus
-from edge_runtime.bundle_routing import SHARED_ROUTING_FILES, routing_files
-from edge_runtime.metadata import EntryPoint, Param
-from edge_runtime.router import Router, calibrate
-from edge_runtime.static_embedder import StaticEmbedder
+from edge_runtime.answer.verification import VerificationStatus
+from edge_runtime.route.bundle_routing import SHARED_ROUTING_FILES, routing_files
+from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.route.router import Router, calibrate
+from edge_runtime.route.static_embedder import StaticEmbedder
 
 #: The routing threshold never goes below this, whatever calibration on few negatives says.
 MIN_THRESHOLD = 0.45

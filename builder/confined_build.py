@@ -6,7 +6,7 @@ the builder's own process, which opens the private signing key: a validator bypa
 own every device. So the builder reads the source files itself, hands their text to a fresh
 interpreter started with a scrubbed environment (:func:`builder.confined_launch.launch`: none of
 the parent's memory or environment, no key ever loaded), and that child loads the embedder, then
-enters the device's own confinement (:func:`edge_runtime.confinement.enter_sandbox`: empty working
+enters the device's own confinement (:func:`edge_runtime.execute.confinement.enter_sandbox`: empty working
 directory, cleared environment, no new files, no processes, an address-space cap, ``nobody``
 instead of root, no network) before it registers a single source. What comes back is plain data
 only (entry dicts and compiled module text), read with the worker pool's restricted unpickler; the
@@ -23,10 +23,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from builder.confined_launch import launch, prepare
-from edge_runtime.compiler import CompiledEntry
+from edge_runtime.entries.compiler import CompiledEntry
 from edge_runtime.errors import ArcError, DefinitionError
-from edge_runtime.metadata import entry_from_dict, entry_to_dict
-from edge_runtime.validator import validate_source
+from edge_runtime.entries.metadata import entry_from_dict, entry_to_dict
+from edge_runtime.entries.validator import validate_source
 
 #: Address space of the confined compile: the embedder's onnxruntime session plus the entries.
 MEMORY_LIMIT_BYTES = 3 << 30
@@ -66,7 +66,7 @@ def compile_confined(
     sources: dict[str, str], *, memory_limit_bytes: int = MEMORY_LIMIT_BYTES, time_limit_s: float = TIME_LIMIT_S
 ) -> ConfinedCompile:
     """Register, check and compile ``sources`` (file name -> text) in a confined child; raise on any failure."""
-    from edge_runtime.worker_pool import _load_reply
+    from edge_runtime.execute.worker_pool import _load_reply
 
     child = launch("compile", memory_limit_bytes)
     try:
@@ -113,12 +113,12 @@ def _accept(reply: tuple) -> ConfinedCompile:
 def serve_compile(conn: Connection, workdir: str, memory_limit_bytes: int) -> None:
     """The confined side (role ``compile`` of :mod:`builder.confined_launch`): load what it needs,
     give up everything else, then touch the sources."""
-    from edge_runtime.worker_pool import _dumps_for_parent
+    from edge_runtime.execute.worker_pool import _dumps_for_parent
 
     try:
         sources = conn.recv()
-        from edge_runtime.compiler import compile_entry
-        from edge_runtime.registry import Registry
+        from edge_runtime.entries.compiler import compile_entry
+        from edge_runtime.entries.registry import Registry
 
         embedder, walls = prepare(workdir, memory_limit_bytes)
         registry = Registry(embedder)

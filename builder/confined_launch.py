@@ -11,7 +11,7 @@ Here the child is started by :func:`subprocess.Popen` with an environment that h
 interpreter needs to start (:func:`launch_environment`), ``-P`` (no working directory on
 ``sys.path``), its pipe as the one inherited descriptor, and no standard input. What the child does
 before it touches entry code is :func:`prepare`: load the embedder, then enter the device's own
-walls (:func:`edge_runtime.confinement.enter_sandbox`, network cut).
+walls (:func:`edge_runtime.execute.confinement.enter_sandbox`, network cut).
 """
 
 from __future__ import annotations
@@ -98,8 +98,8 @@ def launch(role: str, memory_limit_bytes: int) -> ConfinedChild:
 def prepare(workdir: str, memory_limit_bytes: int) -> tuple[Any, dict]:
     """Child side, before any entry code: load the embedder (model files are read now, before the file
     limit, and onnxruntime's threads start before the process limit), then give up everything else."""
-    from edge_runtime.confinement import enter_sandbox
-    from edge_runtime.embedder import OnnxSentenceEmbedder
+    from edge_runtime.execute.confinement import enter_sandbox
+    from edge_runtime.route.embedder import OnnxSentenceEmbedder
 
     embedder = OnnxSentenceEmbedder()
     embedder.embed(["a first sentence", "and a second"])

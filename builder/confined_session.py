@@ -29,12 +29,12 @@ from typing import Any, Mapping, Sequence
 
 from builder.confined_build import MEMORY_LIMIT_BYTES, ConfinedBuildError
 from builder.confined_launch import ConfinedChild, launch
-from edge_runtime.context import NarrationStep
+from edge_runtime.entries.context import NarrationStep
 from edge_runtime.errors import ArcError
-from edge_runtime.metadata import EntryPoint, entry_from_dict
-from edge_runtime.registry import Execution
-from edge_runtime.source_analysis import FunctionFacts, analyse_function, decorated_functions
-from edge_runtime.worker_pool import (
+from edge_runtime.entries.metadata import EntryPoint, entry_from_dict
+from edge_runtime.entries.registry import Execution
+from edge_runtime.entries.source_analysis import FunctionFacts, analyse_function, decorated_functions
+from edge_runtime.execute.worker_pool import (
     MAX_REPLY_BYTES,
     _check_lm_bounds,
     _check_lm_request,

@@ -23,13 +23,13 @@ from typing import Any, Callable
 
 from builder.confined_launch import prepare
 from builder.time_limit import time_limit
-from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
-from edge_runtime.context import Context
+from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
+from edge_runtime.entries.context import Context
 from edge_runtime.errors import ArcError, DefinitionError
-from edge_runtime.metadata import entry_to_dict
-from edge_runtime.registry import Execution, Registry, wrap_failures
+from edge_runtime.entries.metadata import entry_to_dict
+from edge_runtime.entries.registry import Execution, Registry, wrap_failures
 from edge_runtime.semantic import call_function
-from edge_runtime.worker_pool import _describe_error, _dumps_for_parent, _ParentChannel, _ParentTargetLM
+from edge_runtime.execute.worker_pool import _describe_error, _dumps_for_parent, _ParentChannel, _ParentTargetLM
 
 _JOB = 0  # the channel's job id: one request runs at a time
 

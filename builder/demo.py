@@ -17,10 +17,10 @@ from rich.table import Table
 from builder.bundle_build import sample_values
 from builder.keys import load_public_key
 from builder.pipeline import default_key, make_bundle, target_model_dir
-from edge_runtime.bundle import read_bundle
-from edge_runtime.client import EdgeClient, decode
-from edge_runtime.runtime import RuntimeOptions
-from edge_runtime.server import create_server
+from edge_runtime.bundles.bundle import read_bundle
+from edge_runtime.serving.client import EdgeClient, decode
+from edge_runtime.serving.runtime import RuntimeOptions
+from edge_runtime.serving.server import create_server
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "bundles" / "examples"

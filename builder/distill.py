@@ -34,8 +34,8 @@ from typing import Sequence
 
 import numpy as np
 
-from edge_runtime.embedder import default_model_paths
-from edge_runtime.static_embedder import META_FILE, TABLE_FILE, TOKENIZER_FILE, StaticEmbedder
+from edge_runtime.route.embedder import default_model_paths
+from edge_runtime.route.static_embedder import META_FILE, TABLE_FILE, TOKENIZER_FILE, StaticEmbedder
 
 METHOD = "model2vec-style: single-token encoder outputs (mean-pooled [CLS] t [SEP]), centred PCA, Zipf-rank SIF weights"
 DEFAULT_SIF = 1e-4

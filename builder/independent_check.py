@@ -33,7 +33,7 @@ from builder.pot_importer import (
     plan_parameters,
 )
 from builder.verification import Verification
-from edge_runtime.verification import VerificationStatus
+from edge_runtime.answer.verification import VerificationStatus
 
 #: Variants a verified entry must agree on (the issue's K >= 8).
 DEFAULT_VARIANTS = 8

@@ -8,7 +8,7 @@ causal mask inside one kernel), the output projection, a second norm fused with 
 add, one fused gate/up ``MatMulNBits``, SiLU and the down projection. Weights come as
 ``BlockQuantized`` codes, so a GGUF model runs with exactly its own weights.
 
-The graph's contract (what ``edge_runtime/lm_engine.py`` feeds and reads):
+The graph's contract (what ``edge_runtime/model/lm_engine.py`` feeds and reads):
 
 - inputs: ``inputs_embeds`` [batch, seq, hidden] (the engine looks the embedding up itself),
   ``past_key_values.{i}.key|value`` [batch, kv_heads, past, head_dim], ``seqlens_k`` [batch]

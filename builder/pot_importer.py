@@ -82,13 +82,13 @@ from builder.gsm8k import (
 )
 from builder.independent import IndependentProgram, load_independent, load_worked_solutions
 from builder.pot_groups import GenerationFailed, GroupPolicy, PotGroup, Validation
-from edge_runtime.embedder import Embedder
+from edge_runtime.route.embedder import Embedder
 from edge_runtime.errors import ArcError, CompileError, DefinitionError, ExtractionError, UnsafeCodeError
-from edge_runtime.metadata import Param, format_value
-from edge_runtime.values import parse_quantity
-from edge_runtime.sandbox import SAFE_BUILTINS
-from edge_runtime.validator import FORBIDDEN_MODULE_NAMES, FORBIDDEN_NAMES, validate_source
-from edge_runtime.worker_pool import _dumps_for_parent
+from edge_runtime.entries.metadata import Param, format_value
+from edge_runtime.read.values import parse_quantity
+from edge_runtime.entries.sandbox import SAFE_BUILTINS
+from edge_runtime.entries.validator import FORBIDDEN_MODULE_NAMES, FORBIDDEN_NAMES, validate_source
+from edge_runtime.execute.worker_pool import _dumps_for_parent
 
 REASONS: tuple[str, ...] = (
     "no_match_in_gsm8k",
@@ -240,7 +240,7 @@ class Literal:
 class PalProgram:
     """A parsed, safety-checked ``solution()`` program that can be re-run with other literal values.
 
-    The tree is validated once (:func:`edge_runtime.validator.validate_source`); literal values do
+    The tree is validated once (:func:`edge_runtime.entries.validator.validate_source`); literal values do
     not change what the validator checks, so re-runs compile the same tree with other constants and
     execute it with the sandbox's reduced builtins under a time budget.
     """
@@ -1689,7 +1689,7 @@ class Importer:
 
     def __init__(self, options: ImportOptions | None = None) -> None:
         self.options = options or ImportOptions()
-        from edge_runtime.extractor import Extractor  # imported lazily: it pulls in onnxruntime
+        from edge_runtime.read.extractor import Extractor  # imported lazily: it pulls in onnxruntime
 
         self.extractor = Extractor(None)
         self.embedder = ExactEmbedder()
@@ -1733,8 +1733,8 @@ class Importer:
             return Validation(0, 1, (exc.detail,), fatal=exc.reason)
 
     def _validate(self, c: Candidate) -> Validation:
-        from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
-        from edge_runtime.registry import Registry
+        from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
+        from edge_runtime.entries.registry import Registry
 
         t = c.transcript
         registry = Registry(self.embedder)
@@ -1907,21 +1907,21 @@ _WORKER: Importer | None = None
 
 def _worker_init(options: ImportOptions, memory_limit: int | None) -> None:
     """A pool worker runs third-party programs and registers candidate entries: it first gives up what
-    the device's workers give up (edge_runtime/confinement.py: no network, no new files, ``nobody``,
+    the device's workers give up (edge_runtime/execute/confinement.py: no network, no new files, ``nobody``,
     an empty directory, an address-space cap), after importing everything the import will need."""
     global _WORKER
     import tempfile
 
-    import edge_runtime.compiler  # noqa: F401 - imported before the file limit
-    import edge_runtime.extractor  # noqa: F401
-    import edge_runtime.registry  # noqa: F401
+    import edge_runtime.entries.compiler  # noqa: F401 - imported before the file limit
+    import edge_runtime.read.extractor  # noqa: F401
+    import edge_runtime.entries.registry  # noqa: F401
     import numpy.random  # noqa: F401 - the registry's embedder draws from it lazily
     import codecs
 
     for codec in ("utf_8_sig", "unicode_escape", "raw_unicode_escape", "latin_1", "ascii", "idna", "cp1252",
                   "utf_16", "utf_32", "charmap"):
         codecs.lookup(codec)  # codecs load on first use, which the file limit would refuse
-    from edge_runtime.confinement import enter_sandbox
+    from edge_runtime.execute.confinement import enter_sandbox
 
     _WORKER = Importer(options)
     workdir = tempfile.mkdtemp(prefix="arc-import-worker-")
@@ -2185,9 +2185,9 @@ def _audit_run(job: tuple[str, str, str, Any]) -> bytes:
 
 
 def _audit_one(job: tuple[str, str, str, Any]) -> bool:
-    from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
-    from edge_runtime.extractor import Extractor
-    from edge_runtime.registry import Registry
+    from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
+    from edge_runtime.read.extractor import Extractor
+    from edge_runtime.entries.registry import Registry
 
     path, source, question, gold = job
     entry_id = Path(path).stem

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from edge_runtime.verification import VerificationStatus
+from edge_runtime.answer.verification import VerificationStatus
 
 
 @dataclass(frozen=True)

@@ -14,25 +14,25 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Callable, Protocol, Sequence
 
-from edge_runtime.context import NarrationStep
-from edge_runtime.currency import in_question_currency
-from edge_runtime.disclaimers import counts_what_template_counts, set_aside_disclaimed
+from edge_runtime.entries.context import NarrationStep
+from edge_runtime.answer.currency import in_question_currency
+from edge_runtime.read.disclaimers import counts_what_template_counts, set_aside_disclaimed
 from edge_runtime.errors import (
     ArcError,
     DeadlineExceededError,
     ExtractionError,
     ResourceExhaustedError,
 )
-from edge_runtime.extractor import Extractor
-from edge_runtime.metadata import EntryPoint
-from edge_runtime.registry import Execution
-from edge_runtime.skeleton_index import SkeletonIndex
-from edge_runtime.verification import VerificationStatus
+from edge_runtime.read.extractor import Extractor
+from edge_runtime.entries.metadata import EntryPoint
+from edge_runtime.entries.registry import Execution
+from edge_runtime.route.skeleton_index import SkeletonIndex
+from edge_runtime.answer.verification import VerificationStatus
 
 #: Runs compiled entry code: (bundle digest, entry id, module source, values, timeout seconds) -> Execution.
 Executor = Callable[[str, str, str, dict[str, Any], float | None], Execution]
 #: Checked after a successful IS2: (entry, question, extracted values, IS2 path) -> None, or why the
-#: question needs other reasoning than the entry's (a MISS "reasoning_changed"); see edge_runtime/guard.py.
+#: question needs other reasoning than the entry's (a MISS "reasoning_changed"); see edge_runtime/read/guard.py.
 Guard = Callable[[EntryPoint, str, dict[str, Any], str], str | None]
 
 
@@ -118,7 +118,7 @@ class Answerer:
         many candidates the model path verifies, best first (each costs a forward pass; measured on GSM-Plus
         and the example paraphrases, a second or third candidate served nothing the first did not and added
         6-30% passes: docs/target-model.md); ``set_aside_disclaimers``: a question that misses is answered once
-        more without the statements it calls irrelevant (edge_runtime/disclaimers.py)."""
+        more without the statements it calls irrelevant (edge_runtime/read/disclaimers.py)."""
         self.name = name
         self.version = version
         self.digest = digest

@@ -160,11 +160,11 @@ def _main(argv: list[str] | None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from edge_runtime.runtime import EdgeRuntime, RuntimeOptions
-    from edge_runtime.server import TlsFiles, default_data_dir, listen_address, serve
+    from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions
+    from edge_runtime.serving.server import TlsFiles, default_data_dir, listen_address, serve
     from edge_runtime.errors import BundleError
-    from edge_runtime.upstream import UpstreamConfig
-    from edge_runtime.lm_limits import LMLimits
+    from edge_runtime.serving.upstream import UpstreamConfig
+    from edge_runtime.model.lm_limits import LMLimits
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     options = RuntimeOptions(
@@ -183,7 +183,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     tls = TlsFiles(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
     if options.upstream is not None:
-        from edge_runtime.upstream import AnthropicUpstream
+        from edge_runtime.serving.upstream import AnthropicUpstream
 
         AnthropicUpstream(options.upstream)  # refuse a missing key or SDK before any state is written
     if args.model or args.bundle:
@@ -228,7 +228,7 @@ def _missing_blobs_message(bundle: object, missing: list[str], model_dir: Path |
 def _invoke(args: argparse.Namespace) -> int:
     import grpc
 
-    from edge_runtime.client import EdgeClient, decode
+    from edge_runtime.serving.client import EdgeClient, decode
 
     with EdgeClient(args.to, timeout_s=args.timeout) as client:
         try:
@@ -287,7 +287,7 @@ def _push(args: argparse.Namespace) -> int:
 
 def _still_missing_message(args: argparse.Namespace, missing: list[str]) -> str:
     """Name the first blob the device still lacks, what it is, and the flag that provides it."""
-    from edge_runtime.bundle import peek_blob_names
+    from edge_runtime.bundles.bundle import peek_blob_names
 
     first = missing[0]
     what = peek_blob_names(args.bundle).get(first, "?")
@@ -300,8 +300,8 @@ def _still_missing_message(args: argparse.Namespace, missing: list[str]) -> str:
 
 
 def _admin_client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from edge_runtime.client import EdgeClient
-    from edge_runtime.server import default_data_dir
+    from edge_runtime.serving.client import EdgeClient
+    from edge_runtime.serving.server import default_data_dir
 
     if args.admin_address:
         return EdgeClient(args.to, admin_address=args.admin_address, root_cert=args.ca, client_cert=args.cert,
@@ -339,7 +339,7 @@ def _control(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from edge_runtime.bundle import read_bundle
+    from edge_runtime.bundles.bundle import read_bundle
 
     keys = _trusted_keys(args.trust)
     bundle = read_bundle(args.bundle, trusted_keys=keys, allow_unsigned=not keys)
@@ -355,8 +355,8 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _run_compiled(args: argparse.Namespace) -> int:
-    from edge_runtime.compiler import LoadedCompiledEntry
-    from edge_runtime.metadata import entry_from_dict
+    from edge_runtime.entries.compiler import LoadedCompiledEntry
+    from edge_runtime.entries.metadata import entry_from_dict
 
     module = LoadedCompiledEntry(args.module.read_text(encoding="utf-8"), args.module.stem)
     try:
@@ -367,8 +367,8 @@ def _run_compiled(args: argparse.Namespace) -> int:
     target_lm = None
     if args.model is not None:
         from edge_runtime.errors import TargetModelError
-        from edge_runtime.lm_engine import LMEngine
-        from edge_runtime.onnx_target_lm import OnnxTargetLM
+        from edge_runtime.model.lm_engine import LMEngine
+        from edge_runtime.model.onnx_target_lm import OnnxTargetLM
 
         if not (args.model / "manifest.json").is_file():
             raise TargetModelError(f"{args.model}: not a target-model artefact (no manifest.json); pass a directory under build/target-models/")

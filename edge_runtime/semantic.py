@@ -9,8 +9,8 @@ import ast
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
-from edge_runtime.context import Context, model_of
-from edge_runtime.conversion import convert
+from edge_runtime.entries.context import Context, model_of
+from edge_runtime.entries.conversion import convert
 from edge_runtime.errors import (
     ConversionError,
     DefinitionError,
@@ -18,8 +18,8 @@ from edge_runtime.errors import (
     TargetModelError,
     ToolNotAllowedError,
 )
-from edge_runtime.metadata import EntryPoint, Param, SemanticFunction
-from edge_runtime.values import parse_quantity
+from edge_runtime.entries.metadata import EntryPoint, Param, SemanticFunction
+from edge_runtime.read.values import parse_quantity
 
 __all__ = [
     "semantic_function",

@@ -15,14 +15,14 @@ EXAMPLES = REPO / "bundles" / "examples"
 
 @pytest.fixture(scope="session")
 def embedder():
-    from edge_runtime.embedder import OnnxSentenceEmbedder
+    from edge_runtime.route.embedder import OnnxSentenceEmbedder
 
     return OnnxSentenceEmbedder()
 
 
 @pytest.fixture(scope="session")
 def example_registry(embedder):
-    from edge_runtime.registry import Registry
+    from edge_runtime.entries.registry import Registry
 
     registry = Registry(embedder)
     registry.add_directory(EXAMPLES)

@@ -12,8 +12,8 @@ import numpy as np
 
 from builder.bundle_build import build_bundle
 from builder.keys import generate_keypair, load_public_key
-from edge_runtime.embedder import default_model_paths
-from edge_runtime.static_embedder import StaticEmbedder
+from edge_runtime.route.embedder import default_model_paths
+from edge_runtime.route.static_embedder import StaticEmbedder
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "bundles" / "examples"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from edge_runtime.target_lm import TargetLM
+from edge_runtime.model.target_lm import TargetLM
 
 
 class ScriptedTargetLM(TargetLM):

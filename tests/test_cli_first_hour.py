@@ -219,7 +219,7 @@ def test_a_fractional_count_is_refused_in_user_terms():
     from fractions import Fraction
 
     from edge_runtime.errors import ParameterValidationError
-    from edge_runtime.metadata import Param
+    from edge_runtime.entries.metadata import Param
 
     with pytest.raises(ParameterValidationError) as caught:
         Param("students", "the number of students", int).validate(Fraction(61, 2))
@@ -239,8 +239,8 @@ def test_serve_benchmark_draws_only_questions_the_entries_accept(signed):
     sys.path.insert(0, str(REPO / "benchmarks"))
     import serve as bench
 
-    from edge_runtime.bundle import read_bundle
-    from edge_runtime.compiler import LoadedCompiledEntry
+    from edge_runtime.bundles.bundle import read_bundle
+    from edge_runtime.entries.compiler import LoadedCompiledEntry
     from edge_runtime.errors import ExecutionError, TargetModelError
 
     bundle_path, public, _ = signed

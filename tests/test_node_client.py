@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from edge_runtime.client import EdgeClient
-from edge_runtime.runtime import RuntimeOptions
-from edge_runtime.server import create_server
+from edge_runtime.serving.client import EdgeClient
+from edge_runtime.serving.runtime import RuntimeOptions
+from edge_runtime.serving.server import create_server
 from edge_server_fixtures import example_bundle, make_keys, random_static_embedder
 
 REPO = Path(__file__).resolve().parents[1]

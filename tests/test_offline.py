@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from builder.bundle_build import build_bundle
-from edge_runtime.client import EdgeClient, decode
+from edge_runtime.serving.client import EdgeClient, decode
 from edge_server_fixtures import EXAMPLES, make_keys, random_static_embedder
 from tiny_llama import tiny_artefact
 

@@ -1,6 +1,6 @@
 """The edge server an evaluation starts and stops: a separate process on 127.0.0.1.
 
-The child runs exactly the device's server (``edge_runtime.server.create_server``) with the
+The child runs exactly the device's server (``edge_runtime.serving.server.create_server``) with the
 options a compared system needs (guard on/off, ``on_disagreement``) and writes its port to a
 file; the parent pushes the target model and the bundle over gRPC like any client, activates
 it, and terminates the child at the end. A separate process keeps the client's threads from
@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-workers", type=int, default=32, help="gRPC handler threads")
     args = parser.parse_args(argv)
 
-    from edge_runtime.runtime import RuntimeOptions
-    from edge_runtime.server import create_server
+    from edge_runtime.serving.runtime import RuntimeOptions
+    from edge_runtime.serving.server import create_server
 
     options = RuntimeOptions(
         data_dir=args.data_dir, trusted_keys=[bytes.fromhex(k) for k in args.trust], threads=args.threads,
@@ -106,7 +106,7 @@ class EdgeServerProcess:
             raise
 
     def _install(self, model_dir: Path | None, log: Any) -> None:
-        from edge_runtime.client import EdgeClient
+        from edge_runtime.serving.client import EdgeClient
         from edge_runtime.proto import edge_pb2 as pb
 
         with EdgeClient(self.address, admin_socket=self.admin_socket, timeout_s=60) as client:

@@ -1,6 +1,6 @@
 """GPTCache 0.1.44 as the semantic-cache baseline, run offline (see ../shared/design/peers.md).
 
-- embedding: all-MiniLM-L6-v2 int8 on onnxruntime (``edge_runtime.embedder.OnnxSentenceEmbedder``,
+- embedding: all-MiniLM-L6-v2 int8 on onnxruntime (``edge_runtime.route.embedder.OnnxSentenceEmbedder``,
   mean-pooled, normalised; the same encoder the routing table of ARC is distilled from);
 - storage: ``get_data_manager(CacheBase("sqlite"), VectorBase("faiss", dimension=384))`` in a fresh
   temporary directory, ``max_size`` above the number of cached questions (no eviction);
@@ -67,7 +67,7 @@ class GPTCacheBaseline:
         except (ImportError, AttributeError):
             pass
         if embedder is None:
-            from edge_runtime.embedder import OnnxSentenceEmbedder
+            from edge_runtime.route.embedder import OnnxSentenceEmbedder
 
             embedder = OnnxSentenceEmbedder()
         self.embedder = embedder

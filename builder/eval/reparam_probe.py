@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from builder.eval.added_clause import half_of
 from builder.eval.gsm_bundle import DATA
-from edge_runtime.metadata import EntryPoint, Param
+from edge_runtime.entries.metadata import EntryPoint, Param
 
 EXACT = "exact"
 NAMES = "names"
@@ -329,8 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--entries", type=int, default=150, help="entries sampled (by a fixed hash of their id)")
     args = parser.parse_args(argv)
 
-    from edge_runtime.bundle import read_bundle
-    from edge_runtime.client import EdgeClient
+    from edge_runtime.bundles.bundle import read_bundle
+    from edge_runtime.serving.client import EdgeClient
     from builder.eval.edge_process import EdgeServerProcess
     from builder.eval.runner import bundle_model_dir
 

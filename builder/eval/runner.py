@@ -194,7 +194,7 @@ class Checkpoints:
 
 
 def run_eval(options: EvalOptions) -> dict[str, Any]:
-    from edge_runtime.bundle import read_bundle
+    from edge_runtime.bundles.bundle import read_bundle
 
     progress = options.progress
     unknown = set(options.systems) - set(ALL_SYSTEMS)

@@ -38,7 +38,7 @@ def mixed_hits(records: Sequence[dict[str, Any]], limit: int = 200) -> list[str]
 
 def throughput(address: str, queries: Sequence[str], concurrency: int, seconds: float) -> dict[str, Any]:
     """Requests per second with ``concurrency`` clients for ``seconds``; latency percentiles under that load."""
-    from edge_runtime.client import EdgeClient
+    from edge_runtime.serving.client import EdgeClient
     from edge_runtime.proto import edge_pb2 as pb
 
     lock = threading.Lock()

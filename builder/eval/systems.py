@@ -78,7 +78,7 @@ def cache_contents(bundle: Any, reference: Path | None = None) -> list[CachedQue
                 question, answer = gold[int(number)]
             else:
                 if pool is None:
-                    from edge_runtime.worker_pool import WorkerPool
+                    from edge_runtime.execute.worker_pool import WorkerPool
 
                     pool = WorkerPool(1)
                 question = entry.question or entry.render(entry.original_values)
@@ -120,13 +120,13 @@ class ArcSystem:
     """ARC over gRPC: one ``Invoke`` per query; latency is the client's wall clock."""
 
     def __init__(self, address: str, name: str = "arc", timeout_s: float = 120.0) -> None:
-        from edge_runtime.client import EdgeClient
+        from edge_runtime.serving.client import EdgeClient
 
         self.name = name
         self.client = EdgeClient(address, timeout_s=timeout_s)
 
     def answer(self, query: str, entry_id: str = "") -> Outcome:
-        from edge_runtime.client import decode
+        from edge_runtime.serving.client import decode
 
         started = time.perf_counter()
         reply = decode(self.client.invoke(query, entry_id=entry_id))

@@ -13,8 +13,8 @@ import ast
 import re
 from typing import Sequence
 
-from edge_runtime.metadata import EntryPoint, Param
-from edge_runtime.validator import SEMANTIC_NAMES
+from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.entries.validator import SEMANTIC_NAMES
 
 _EDGE = ("edge_runtime",)
 

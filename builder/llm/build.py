@@ -29,8 +29,8 @@ from builder.llm.phases import Job, decompose, identify_parameters, isolate, pla
 from builder.llm.report import EntryReport, Rejected, economics, source_call_usd, summarise
 from builder.llm.verify import answers_match, pass_rate, plan_round_trips, run_round_trip
 from edge_runtime.errors import ArcError, CompileError
-from edge_runtime.extractor import Extractor
-from edge_runtime.metadata import EntryPoint
+from edge_runtime.read.extractor import Extractor
+from edge_runtime.entries.metadata import EntryPoint
 
 INDEX = "build_index.jsonl"
 _KEY_MARK = re.compile(r"^build-key: (\S+)$", re.MULTILINE)

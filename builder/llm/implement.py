@@ -30,7 +30,7 @@ from builder.llm.phases import Job, Plan, PlannedFunction, ask_builder, normalis
 from builder.llm.report import Rejected
 from builder.llm.verify import answers_match, jsonable
 from edge_runtime.errors import AmbiguousReferenceError, ArcError, NoMatchError
-from edge_runtime.validator import find_violations
+from edge_runtime.entries.validator import find_violations
 
 SUBMIT_TOOL = Tool(
     "submit_function",

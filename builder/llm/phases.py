@@ -18,7 +18,7 @@ from builder.llm import prompts
 from builder.llm.client import AnswerError, LLMClient, Meter, Tool
 from builder.llm.report import Rejected
 from edge_runtime.errors import ArcError
-from edge_runtime.metadata import PARAM_TYPES, EntryPoint, Param
+from edge_runtime.entries.metadata import PARAM_TYPES, EntryPoint, Param
 
 
 def normalise(text: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from edge_runtime.module_allowlist import MODULE_ATTRIBUTES
+from edge_runtime.entries.module_allowlist import MODULE_ATTRIBUTES
 
 BUILDER_SYSTEM = (
     "You are the builder of ARC, an agentic reasoning cache. A large source model reasoned about a "

@@ -19,9 +19,9 @@ from fractions import Fraction
 from typing import Any, Mapping, Protocol, Sequence
 
 from edge_runtime.errors import ArcError
-from edge_runtime.extractor import Extractor
-from edge_runtime.metadata import EntryPoint, Param
-from edge_runtime.registry import Execution
+from edge_runtime.read.extractor import Extractor
+from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.entries.registry import Execution
 
 
 class CompiledRunner(Protocol):

@@ -56,8 +56,8 @@ def _no_violations(source: str, filename: str, extra_allowed_imports: frozenset[
 def bypass_targets(*, importer: bool = False) -> Iterator[tuple[Any, str, Any]]:
     """(module, attribute, replacement) that take the validator and the reduced builtins away;
     ``importer``: the PoT importer's own copy of the builtins too."""
-    import edge_runtime.sandbox as sandbox
-    import edge_runtime.validator as validator
+    import edge_runtime.entries.sandbox as sandbox
+    import edge_runtime.entries.validator as validator
 
     yield validator, "_check", _no_violations
     yield sandbox, "SAFE_BUILTINS", builtins.__dict__

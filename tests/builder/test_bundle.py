@@ -21,9 +21,9 @@ from builder.keys import (
     load_private_key,
     load_public_key,
 )
-from edge_runtime.blob_store import BlobStore, artefact_digest
-from edge_runtime.bundle import read_bundle
-from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
+from edge_runtime.bundles.blob_store import BlobStore, artefact_digest
+from edge_runtime.bundles.bundle import read_bundle
+from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
 from edge_runtime.errors import BundleError, BundleFormatError, SigningKeyError
 from tests.fakes import ScriptedTargetLM
 

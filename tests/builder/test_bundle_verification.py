@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from builder.bundle_build import build_bundle
-from edge_runtime.bundle import read_bundle
-from edge_runtime.client import EdgeClient, decode
+from edge_runtime.bundles.bundle import read_bundle
+from edge_runtime.serving.client import EdgeClient, decode
 from edge_runtime.errors import BundleError
 from edge_runtime.proto import edge_pb2 as pb
-from edge_runtime.runtime import RuntimeOptions
-from edge_runtime.server import create_server
-from edge_runtime.verification import VerificationStatus
+from edge_runtime.serving.runtime import RuntimeOptions
+from edge_runtime.serving.server import create_server
+from edge_runtime.answer.verification import VerificationStatus
 from edge_server_fixtures import EXAMPLES, make_keys, random_static_embedder
 
 GAS = "What is the pressure, in kPa, of 3 mol of an ideal gas at 100 degrees celsius held in a 20 litres container?"

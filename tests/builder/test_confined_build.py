@@ -1,6 +1,6 @@
 """Entry code on the build server runs only in the confined compile, never beside the signing key.
 
-Real processes: the confined child is a fresh interpreter behind edge_runtime.confinement's walls.
+Real processes: the confined child is a fresh interpreter behind edge_runtime.execute.confinement's walls.
 The walls are checked directly (what code that got past the validator could still do), and the
 build routes (``arc-build compile-entries``, ``bundle``) are checked to go through them.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from builder.confined_build import ConfinedBuildError, compile_confined, read_sources
-from edge_runtime.registry import Registry
+from edge_runtime.entries.registry import Registry
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "bundles" / "examples"
@@ -25,7 +25,7 @@ EXAMPLES = REPO / "bundles" / "examples"
 
 def _probe(conn, workdir: str, secret: str, port: int) -> None:
     """What code behind the walls can still reach: run in a spawned child, as the confined compile is."""
-    from edge_runtime.confinement import enter_sandbox
+    from edge_runtime.execute.confinement import enter_sandbox
 
     walls = enter_sandbox(1 << 30, workdir, 2000, forkserver=False, cut_network=True)
     found = {"walls": walls, "cwd": os.getcwd(), "env": sorted(os.environ)}
@@ -78,7 +78,7 @@ def test_the_confined_compile_gives_the_same_entries_as_in_process(embedder):
     registry = Registry(embedder)
     registry.add_directory(EXAMPLES)
     assert sorted(c.entry.id for c in confined.compiled) == sorted(registry.entries)
-    from edge_runtime.compiler import compile_entry
+    from edge_runtime.entries.compiler import compile_entry
 
     for item in confined.compiled:
         assert item.source == compile_entry(registry, item.entry.id).source

@@ -1,7 +1,7 @@
 """The LLM builder's confined session: LLM-written code is registered, compiled and run only in a
 child that started without the builder's environment, and whose replies are plain data only.
 
-Real processes throughout: the child is a fresh interpreter behind edge_runtime.confinement's walls.
+Real processes throughout: the child is a fresh interpreter behind edge_runtime.execute.confinement's walls.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_the_child_starts_without_the_api_key_and_behind_the_walls(monkeypatch):
 
 
 def test_registration_resolution_and_runs_happen_in_the_child_as_in_process(example_registry):
-    from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
+    from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
 
     with ConfinedSession() as session:
         main = session.registry(_examples(), check=True)

@@ -142,7 +142,7 @@ def test_splits_are_deterministic_and_disjoint():
 
 
 def test_the_evaluation_bundle_has_a_version_a_device_accepts():
-    from edge_runtime.versions import BundleVersion
+    from edge_runtime.bundles.versions import BundleVersion
 
     split = choose_split({gsm8k_entry_id(i) for i in range(30)}, {gsm8k_entry_id(1)}, unrelated=5, seed=0)
     versions = {bundle_version(split, model, unverified) for model in (True, False) for unverified in (True, False)}
@@ -260,8 +260,8 @@ def test_the_baselines_reference_answers_are_computed_in_the_devices_sandbox(tmp
     """Entry code is untrusted even in a bundle the evaluation built: the exact cache's and GPTCache's
     reference answers come from a sandboxed worker, never from code run in the evaluating process."""
     from builder.eval.systems import cache_contents
-    from edge_runtime import compiler
-    from edge_runtime.bundle import read_bundle
+    from edge_runtime.entries import compiler
+    from edge_runtime.bundles.bundle import read_bundle
     from tests.edge_server_fixtures import example_bundle, make_keys, random_static_embedder
 
     key, public = make_keys(tmp_path / "keys")

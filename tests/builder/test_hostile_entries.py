@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from edge_runtime.errors import UnsafeCodeError
-from edge_runtime.validator import find_violations, validate_source
+from edge_runtime.entries.validator import find_violations, validate_source
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -36,9 +36,9 @@ from builder.llm.implement import narration_problems
 from builder.llm.schema import schema_errors
 from builder.llm.stub_server import DEFAULT_USAGE, StubMessagesServer
 from builder.llm.verify import answers_match
-from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
-from edge_runtime.registry import Registry
-from edge_runtime.validator import validate_source
+from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
+from edge_runtime.entries.registry import Registry
+from edge_runtime.entries.validator import validate_source
 
 # The default models are the paper's (Opus 4.5, whose prices the table holds); the SDK warns they are deprecated.
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
@@ -226,14 +226,14 @@ def test_exact_dollars_for_one_call():
 def test_no_llm_written_code_is_imported_or_run_in_the_builder_process(monkeypatch, tmp_path):
     """Every registration, compile check and test run happens in the confined session: here any
     import of entry code in this process (the only way to run it) fails the test."""
-    import edge_runtime.compiler
-    import edge_runtime.registry
-    import edge_runtime.sandbox
+    import edge_runtime.entries.compiler
+    import edge_runtime.entries.registry
+    import edge_runtime.entries.sandbox
 
     def refuse(source: str, filename: str, module_name: str) -> dict:
         raise AssertionError(f"{filename} was imported in the builder's own process")
 
-    for module in (edge_runtime.sandbox, edge_runtime.registry, edge_runtime.compiler):
+    for module in (edge_runtime.entries.sandbox, edge_runtime.entries.registry, edge_runtime.entries.compiler):
         monkeypatch.setattr(module, "exec_source", refuse)
     monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
     data = load_fixture()

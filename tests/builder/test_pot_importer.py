@@ -23,11 +23,11 @@ from builder.pot_importer import (
     plan_parameters,
     run_import,
 )
-from edge_runtime.compiler import LoadedCompiledEntry, compile_entry
+from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
 from edge_runtime.errors import ExtractionError
-from edge_runtime.extractor import Extractor
-from edge_runtime.registry import Registry
-from edge_runtime.validator import validate_source
+from edge_runtime.read.extractor import Extractor
+from edge_runtime.entries.registry import Registry
+from edge_runtime.entries.validator import validate_source
 
 DATA = Path("/work/shared/data/gsm8k")
 
@@ -646,7 +646,7 @@ def test_a_quantity_answer_never_goes_below_zero(importer):
         return paid - packs * per_pack * price
     """, 8)
     entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
-    assert entry.answer_minimum == 0  # the Answerer refuses what falls below (tests/edge_runtime/test_guard.py)
+    assert entry.answer_minimum == 0  # the Answerer refuses what falls below (tests/edge_runtime/read/test_guard.py)
     assert answer(entry, compiled, q.replace("$20", "$10")) == -2
     owed = transcript(q.replace("How much change does he get", "How much is he short"), """
         packs = 4

@@ -12,7 +12,7 @@ pytest.importorskip("faker")
 from builder.eval.reparam_probe import (  # noqa: E402
     BOTH, CURRENCY, EXACT, KINDS, NAMES, OBJECTS, WORDS, Names, draw_values, generate, number_word, render, swap_names,
 )
-from edge_runtime.metadata import EntryPoint, Param  # noqa: E402
+from edge_runtime.entries.metadata import EntryPoint, Param  # noqa: E402
 
 
 def _entry() -> EntryPoint:

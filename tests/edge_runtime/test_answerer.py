@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from edge_runtime.answerer import Answerer
-from edge_runtime.context import NarrationStep
+from edge_runtime.entries.context import NarrationStep
 from edge_runtime.errors import ExtractionError
-from edge_runtime.extractor import Extraction, Extractor
-from edge_runtime.metadata import EntryPoint, Param
-from edge_runtime.registry import Execution
+from edge_runtime.read.extractor import Extraction, Extractor
+from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.entries.registry import Execution
 from fakes import FixedRouter
 
 
@@ -79,7 +79,7 @@ def test_a_template_question_is_served_from_the_exact_skeleton_without_a_search(
 
 # ---- statements the question calls irrelevant ---------------------------------------------------------------
 def _guarded(set_aside: bool) -> Answerer:
-    from edge_runtime.guard import make_guard
+    from edge_runtime.read.guard import make_guard
 
     def executor(digest, entry_id, source, values, timeout):
         return Execution({"answer": values["a"] + values["b"]}, [NarrationStep("f", "added")])

@@ -8,9 +8,9 @@ from typing import Sequence
 
 import pytest
 
-from edge_runtime.compiler import compile_entry
-from edge_runtime.context import Context, NarrationStep
-from edge_runtime.conversion import convert
+from edge_runtime.entries.compiler import compile_entry
+from edge_runtime.entries.context import Context, NarrationStep
+from edge_runtime.entries.conversion import convert
 from edge_runtime.errors import (
     CompileError,
     ConversionError,
@@ -19,8 +19,8 @@ from edge_runtime.errors import (
     TargetModelError,
     ToolNotAllowedError,
 )
-from edge_runtime.metadata import SemanticFunction
-from edge_runtime.registry import Registry
+from edge_runtime.entries.metadata import SemanticFunction
+from edge_runtime.entries.registry import Registry
 from edge_runtime.semantic import (
     call_function,
     extract,
@@ -29,7 +29,7 @@ from edge_runtime.semantic import (
     load,
     smart_convert,
 )
-from edge_runtime.target_lm import TargetLM
+from edge_runtime.model.target_lm import TargetLM
 from fakes import ScriptedTargetLM
 
 # --------------------------------------------------------------------------------------------------

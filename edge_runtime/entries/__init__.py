@@ -1,0 +1,1 @@
+"""The semantic-function model: declarations, memory layers, validation and sandbox, registry, compiler."""

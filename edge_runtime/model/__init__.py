@@ -1,0 +1,1 @@
+"""The small target model on the device: the onnxruntime engine, the TargetLM interface, its limits."""

@@ -1,0 +1,121 @@
+"""A cheap aligner that drafts the extractor's answer for the model to verify in one pass.
+
+Numbers in the question are assigned to the numeric parameters in template order, and a
+choice parameter takes the choice the question names. The model then checks the whole
+draft in a single forward pass; wherever it disagrees, decoding continues from there, so
+the result is exactly the constrained greedy answer, only cheaper when the draft is right.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from fractions import Fraction
+
+from edge_runtime.entries.metadata import Param
+from edge_runtime.read.values import DIGITS, DIGITS_END, SHARE_OF_POWER
+
+_NUMBER_WORDS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
+    "dozen half quarter third thirds quarters fifth fifths sixth sixths eighth eighths tenth tenths twice thrice "
+    "double triple quadruple"
+).split()
+_WORD = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
+_SPAN = re.compile(
+    rf"(?<![\w.])-?{DIGITS}{DIGITS_END}(?!(?:st|nd|rd|th)\b)"  # not the "1" of "1st"
+    rf"|\b(?:(?:{_WORD})(?:[\s-]+(?:and\s+)?(?:a\s+)?(?:{_WORD}))*)\b"
+    rf"|\ban?\s+(?:half|third|quarter|fifth|sixth|eighth|tenth|dozen)\b",  # "a third", "a dozen"
+    re.IGNORECASE,
+)
+
+
+_WORDS = re.compile(r"[a-z%$€£]+", re.IGNORECASE)
+
+
+def number_spans(question: str) -> list[str]:
+    """Number-like spans in reading order: digits, fractions, separators, number words; a share of a power of
+    ten ("3/4 of one hundred") is one span."""
+    shares = [(m.start(), m.end()) for m in SHARE_OF_POWER.finditer(question)]
+    spans = [(m.start(), m.end()) for m in _SPAN.finditer(question) if not any(a <= m.start() < b for a, b in shares)]
+    return [question[a:b] for a, b in sorted(spans + shares)]
+
+
+def _context(text: str, start: int, end: int) -> tuple[list[str], list[str]]:
+    """Up to two words before and after a span, lower-cased."""
+    before = [w.lower() for w in _WORDS.findall(text[:start])][-2:]
+    after = [w.lower() for w in _WORDS.findall(text[end:])][:2]
+    return before, after
+
+
+def _slot_contexts(template: str) -> dict[str, tuple[list[str], list[str]]]:
+    """For each slot, the template words around it (other slots blanked out)."""
+    blank = string.Formatter()
+    pieces = list(blank.parse(template))
+    contexts: dict[str, tuple[list[str], list[str]]] = {}
+    for i, (_, field, _, _) in enumerate(pieces):
+        if not field or field in contexts:
+            continue
+        left = "".join(p[0] + (" \x00 " if p[1] and j < i else "") for j, p in enumerate(pieces[: i + 1]))
+        right = "".join(p[0] for p in pieces[i + 1 :][:1])
+        left_words = [w.lower() for w in _WORDS.findall(left.split("\x00")[-1])][-2:]
+        right_words = [w.lower() for w in _WORDS.findall(right)][:2]
+        contexts[field] = (left_words, right_words)
+    return contexts
+
+
+def _score(slot: tuple[list[str], list[str]], span: tuple[list[str], list[str]], description: set[str]) -> float:
+    (t_left, t_right), (q_left, q_right) = slot, span
+    score = 0.0
+    if t_right and q_right and t_right[0] == q_right[0]:
+        score += 2
+    score += 0.5 * len(set(t_right) & set(q_right))
+    if t_left and q_left and t_left[-1] == q_left[-1]:
+        score += 1
+    score += 0.5 * len(set(t_left) & set(q_left))
+    score += 0.5 * len(description & (set(q_left) | set(q_right)))
+    return score
+
+
+def draft_values(template: str, params: tuple[Param, ...], question: str) -> dict[str, str] | None:
+    """A guess of every parameter's span, or None when the aligner has no confident guess.
+
+    Numbers are matched to numeric slots by the words around them in the template and in
+    the question (a paraphrase keeps "mol" next to the amount of gas), then by order."""
+    order = [f for _, f, _, _ in string.Formatter().parse(template) if f]
+    by_name = {p.name: p for p in params}
+    numeric = [n for n in dict.fromkeys(order) if by_name[n].type in (int, float, Fraction) and by_name[n].choices is None]
+    found = list(_SPAN.finditer(question))
+    if len(found) < len(numeric):
+        return None
+    slots = _slot_contexts(template)
+    spans = [_context(question, m.start(), m.end()) for m in found]
+    pairs = []
+    for i, name in enumerate(numeric):
+        words = {w.lower() for w in _WORDS.findall(by_name[name].description) if len(w) > 3}
+        for j, span in enumerate(spans):
+            pairs.append((-_score(slots[name], span, words), abs(i - j), i, j))
+    draft: dict[str, str] = {}
+    used: set[int] = set()
+    for _, _, i, j in sorted(pairs):
+        name = numeric[i]
+        if name not in draft and j not in used:
+            draft[name] = found[j].group(0)
+            used.add(j)
+    for param in params:
+        if param.name in draft:
+            continue
+        if param.choices is None:
+            return None
+        named = named_choice(param, question)
+        if named is None:
+            return None
+        draft[param.name] = named
+    return {p.name: draft[p.name] for p in params}
+
+
+def named_choice(param: Param, question: str) -> str | None:
+    """The one option of a choice parameter the question names as a whole word, else None."""
+    low = question.lower()
+    named = [str(c) for c in param.choices or () if re.search(rf"\b{re.escape(str(c).lower())}\b", low)]
+    return named[0] if len(named) == 1 else None

@@ -1,0 +1,402 @@
+"""IS2's second fast path: the question is the entry's template reworded around the slots.
+
+Agents and people keep a question's skeleton while changing names, objects, units and the
+odd word ("Benny saw a 10-foot shark" → "Michael saw a 140-foot dolphin"; "$1.50 each" →
+"£2.75 each"). A word-level alignment of the template against the question (plural endings,
+currency symbols and percent spellings compared loosely) splits both into stretches that
+match and stretches that differ. The path reads values only where that is unambiguous:
+
+- a differing stretch without slots may change words (a name, an object), never a quantity:
+  a number added, removed or changed there ("another set", "after an hour" dropped) means other
+  reasoning, and the path declines; a unit may be renamed (ounces → pounds), not added or removed;
+  one exception: whole sentences inserted before the final question that name no operation ("also",
+  "more", "times", "add" ...) and count nothing the template counts ("Each car rental is $500 per
+  day.") are read past, and the guard (IS2) judges their numbers as it does any unexplained number;
+- two template words may not trade places: "10 dollar pencils ... 4 pens" for "10 dollar pens
+  ... 4 pencils" swaps the roles of the values;
+- the final question (what the reasoning answers) may not put a word of the rest of the template
+  in place of its own ("how many pencils" where it asked for pens); in a short template (an
+  agent's instruction, under 30 words) it may change a word only where the question renames it
+  throughout: "convert to kelvin" → "convert to fahrenheit" is another question;
+- a differing stretch with slots must hold exactly as many numbers as it has numeric slots
+  (and the named option of each choice slot), which it takes in order; no other quantity, and
+  no value that becomes a share of something ("1 mile" → "1/3 of the total distance");
+- a slot repeated in the template must read the same value everywhere;
+- a percent may not become another word or go ("5% more" → "0.05 times more" states another number);
+- no two template words may become the same word of the question ("15 for a hat" where the
+  template's hat keeps its name elsewhere gives "hat" two roles);
+- enough of the template's literal words must survive in order (``min_anchor_ratio``).
+
+Renames that reuse each other's words ("hat, scarf, sweater" → "beanie, hat, tunic") pull a word
+alignment off course. When it declines, the question is aligned once more by shape, every name
+(a run of naming words: "socks", "leg warmers") standing for any other, so each name meets the
+name in its place; there each template name must become one name throughout, and the rules above
+apply unchanged.
+
+If anything is off, this path declines (None) and the model path decides.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from difflib import SequenceMatcher
+from fractions import Fraction
+
+from edge_runtime.answer.currency import SYMBOLS as CURRENCY_SYMBOLS
+from edge_runtime.read.draft import number_spans
+from edge_runtime.entries.metadata import Param
+from edge_runtime.read.values import MONTH_DAYS, TIME_UNITS
+
+_TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+_UNITS_WORDS = "one|two|three|four|five|six|seven|eight|nine"
+#: "thirty-four" is one number, not "thirty", "-", "four" (whose hyphen would align with "{n}-pound").
+_TOKEN = re.compile(rf"\d+(?:[.,/]\d+)*|(?:{_TENS})-(?:{_UNITS_WORDS})\b|[A-Za-z]+(?:'[a-z]+)?|[^\w\s]", re.IGNORECASE)
+
+_SLOT = "\x00"
+_NAME = "\x01"  # the shape of any run of naming words, in the alignment by shape
+#: Words that state a quantity: one that appears, disappears or changes outside the slots changes the question.
+_QUANTITY_WORDS = set(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
+    "billion half halves third thirds quarter quarters fourth fourths fifth fifths sixth sixths seventh eighth "
+    "ninth tenth dozen dozens twice thrice double triple quadruple once pair couple percent".split()
+)
+#: Words that add an operation without a number ("she bought another set of pots").
+_ADDING_WORDS = {"another", "again", "extra", "additional"}
+#: Words by which an inserted sentence takes part in the reasoning (an added operation), not beside it.
+_OPERATION_WORDS = _ADDING_WORDS | {
+    "also", "additionally", "add", "adds", "added", "plus", "subtract", "subtracts", "minus", "multiply",
+    "multiplies", "divide", "divides", "twist", "times", "twice", "double", "triple", "half", "more", "fewer",
+    "less", "than",
+}
+_UNITS = set(TIME_UNITS)
+_CURRENCY = set(CURRENCY_SYMBOLS)
+#: Words too common to mark a swap of roles when they move.
+_COMMON = set("""a an the of for to and or but in on at by with from into as is are was were be been has have had
+do does did it its he she his her him they them their we our you your i my me this that these those there each
+every all any some many much more most less few how what which who when where if then than so not no also just
+can could will would should may might must per one please""".split())
+_PERCENT = {"%", "percent", "pct"}
+
+
+def _norm(token: str) -> str:
+    """How two tokens are compared: case, plural endings, currency and percent spellings ignored."""
+    if token in _CURRENCY:
+        return "$"
+    if token in _PERCENT:
+        return "%"
+    if token in MONTH_DAYS:  # a month's name states its days: June → September is a rename, June → July is not
+        return f"{MONTH_DAYS[token]} days"
+    if token[:1].isdigit() or len(token) <= 3:
+        return token
+    if token.endswith("ies") and len(token) > 4:
+        return token[:-3] + "y"
+    if token.endswith(("ches", "shes", "sses", "xes")):
+        return token[:-2]
+    if token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def _is_quantity(token: str) -> bool:
+    return token[:1].isdigit() or token in MONTH_DAYS or token.split("-")[0] in _QUANTITY_WORDS
+
+
+def _tokens(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(0).lower(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+def _template_tokens(template: str) -> list[str]:
+    out: list[str] = []
+    for literal, field, _, _ in string.Formatter().parse(template):
+        out += [t for t, _, _ in _tokens(literal)]
+        if field is not None:
+            out.append(_SLOT + field)
+    return out
+
+
+def aligned_values(template: str, params: tuple[Param, ...], question: str, *, min_anchor_ratio: float = 0.6) -> dict[str, str] | None:
+    """Each parameter's text in ``question`` if the question is the template reworded around its slots, else None."""
+    t_tokens = _template_tokens(template)
+    q_tokens = _tokens(question)
+    literal = [t for t in t_tokens if not t.startswith(_SLOT)]
+    if not literal or not q_tokens:
+        return None
+    t_norm = [t if t.startswith(_SLOT) else _norm(t) for t in t_tokens]
+    q_norm = [_norm(t) for t, _, _ in q_tokens]
+    if sum((Counter(t for t in t_norm if not t.startswith(_SLOT)) & Counter(q_norm)).values()) < min_anchor_ratio * len(literal):
+        return None  # too few of the template's words are in the question at all (the cheap test first)
+    by_word = SequenceMatcher(None, t_norm, q_norm, autojunk=False).get_opcodes()
+    if _renames_one_to_one(t_norm, q_norm, by_word, by_shape=False):
+        values = _read_alignment(t_tokens, t_norm, len(literal), q_tokens, question, by_word, params, min_anchor_ratio)
+        if values is not None:
+            return values
+    shape_ops = _shape_opcodes(t_norm, q_norm)
+    if shape_ops == by_word or not _renames_one_to_one(t_norm, q_norm, shape_ops, by_shape=True):
+        return None
+    return _read_alignment(t_tokens, t_norm, len(literal), q_tokens, question, shape_ops, params, min_anchor_ratio,
+                           names_one_to_one=True)
+
+
+def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_tokens: list[tuple[str, int, int]],
+                    question: str, opcodes: list[tuple[str, int, int, int, int]], params: tuple[Param, ...],
+                    min_anchor_ratio: float, *, names_one_to_one: bool = False) -> dict[str, str] | None:
+    """The slot values an alignment (difflib opcodes of template tokens, normalised as ``t_norm``, against
+    question tokens; ``n_literal`` template words besides the slots) reads, if every differing stretch obeys
+    the rules in the module docstring. ``names_one_to_one``: the alignment
+    renames each name one way throughout, so two names trading places is a consistent swap of roles
+    (the final question follows it), not a swap of values."""
+    matched = sum(i2 - i1 for op, i1, i2, _, _ in opcodes if op == "equal")
+    if matched < min_anchor_ratio * n_literal:
+        return None  # too little of the template survives: a different question, or a paraphrase
+    by_name = {p.name: p for p in params}
+    values: dict[str, str] = {}
+    renamed: set[tuple[str, str]] = set()  # (template word, the question's word in its place), before the target
+    swapped: set[tuple[str, str]] = set()  # the same, anywhere
+    target_start = _target_start(t_tokens)
+    template_words = {w for w in t_norm if w.isalpha() and w not in _COMMON}
+    in_target: list[tuple[list[str], list[str]]] = []  # changed words of the final question (template, question)
+    phrases_before: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()  # (template phrase, question's), before the target
+    phrases_target: list[tuple[tuple[str, ...], tuple[str, ...]]] = []  # the same, in the final question
+    for op, i1, i2, j1, j2 in opcodes:
+        if op == "equal":
+            continue
+        stretch = t_tokens[i1:i2]
+        slots = [t[1:] for t in stretch if t.startswith(_SLOT)]
+        words = [t for t in stretch if not t.startswith(_SLOT)]
+        text = question[q_tokens[j1][1]:q_tokens[j2 - 1][2]] if j2 > j1 else ""
+        q_words = [t for t, _, _ in q_tokens[j1:j2]]
+        if any(_is_quantity(w) for w in words):
+            return None  # a constant of the reasoning sits in a changed stretch: it changed or moved
+        q_plain = [w for w in q_words if not _is_quantity(w)]
+        pairs = [(_norm(a), _norm(b)) for a, b in zip(words, q_plain)] if len(q_plain) == len(words) else []
+        changed = {(a, b) for a, b in pairs if a != b and a.isalpha() and a not in _COMMON}
+        swapped.update(changed)
+        if sum(_norm(w) == "%" for w in words) != sum(_norm(w) == "%" for w in q_words):
+            return None  # "5% of the price" → "0.05 times of the price": a share written as a factor
+        phrase = (_content(words), _content(q_words))
+        if i2 <= target_start:
+            renamed.update(changed)
+            phrases_before.add(phrase)
+        else:
+            phrases_target.append(phrase)
+        if not slots:
+            if op == "insert" and i2 <= target_start and _aside(question, q_tokens, j1, j2, template_words):
+                continue  # a sentence stated beside the reasoning: the guard judges its numbers
+            if any(_is_quantity(w) or w in _ADDING_WORDS for w in q_words):
+                return None  # a quantity added (or a constant replaced) outside the slots
+            if sum(_norm(w) in _UNITS for w in words) != sum(_norm(w) in _UNITS for w in q_words):
+                return None  # a unit of time added or dropped: "after an hour" states a quantity
+            if i2 > target_start:
+                in_target.append(([_norm(w) for w in words], [_norm(w) for w in q_words]))
+            continue
+        fraction = any(a.startswith(_SLOT) and mid == "/" and b.startswith(_SLOT)
+                       for a, mid, b in zip(stretch, stretch[1:], stretch[2:]))  # "{a}/{b}"
+        read = _read_stretch(slots, by_name, text, q_words, fraction=fraction)
+        if read is None:
+            return None
+        if "of" not in words and any(re.search(rf"{re.escape(span)}\s+of\b", text) for span in read.values()):
+            return None  # "2 miles" → "1/3 of the total distance": a share of another quantity, not the value
+        if i2 > target_start:
+            taken = {t for span in read.values() for t, _, _ in _tokens(span)}
+            in_target.append(([_norm(w) for w in words], [_norm(w) for w in q_words if w not in taken]))
+        for name, span in read.items():
+            if values.setdefault(name, span) != span:
+                return None  # a repeated slot reads two different values
+    if not names_one_to_one and any((b, a) in swapped for a, b in swapped):
+        return None  # two template words traded places: the values' roles swapped
+    # One-to-one names already keep the final question on the template's roles: a template name it
+    # uses in another place is renamed away everywhere else.
+    elsewhere = set() if names_one_to_one else {w for w in t_norm[:target_start] if w.isalpha() and w not in _COMMON}
+    for t_words, q_words in in_target:
+        if any(w in elsewhere and w not in t_words and not _renamed_consistently(w, phrases_before, phrases_target)
+               for w in q_words):
+            return None  # the final question asks for a quantity the template gives another role
+        if n_literal < 30 and not _renamed_throughout(t_words, q_words, renamed):
+            return None  # the final question of a short template asks for something else
+    if set(values) != set(by_name):
+        return None
+    return {p.name: values[p.name] for p in params}
+
+
+def _aside(question: str, q_tokens: list[tuple[str, int, int]], j1: int, j2: int, t_words: set[str]) -> bool:
+    """Question tokens ``j1:j2`` (an insertion: ``j2 > j1``) are whole sentences inserted between the
+    template's that state numbers beside the reasoning ("Each car rental is $500 per day.", "The shop
+    opened in 1998."): no question, no word naming an operation ("also", "more", "times", "add" ...:
+    "Additionally, there are 3 times as many yellow squares as red squares."), and every number an
+    amount of money, a year, or a count of something the template does not count ("a squirrel
+    dropped one fry" where the template counts fries; "He ate 2 of them" counts the template's own)."""
+    if j2 <= j1:
+        return False
+    ends = (".", "!")
+    before = question[:q_tokens[j1][1]].rstrip()
+    whole = (not before or before[-1] in ".!?") and q_tokens[j2 - 1][0] in ends
+    # the alignment may take the sentence's full stop from the one before it: ". Each car rental is $500 per day"
+    shifted = q_tokens[j1][0] in ends and j2 < len(q_tokens) and q_tokens[j2][0] in ends
+    tokens = [t for t, _, _ in q_tokens[j1:j2]]
+    if not (whole or shifted) or "?" in tokens or any(t in _OPERATION_WORDS for t in tokens):
+        return False
+    for k, token in enumerate(tokens):
+        if not _is_quantity(token):
+            continue
+        if (k and tokens[k - 1] in _CURRENCY) or re.fullmatch(r"1[89]\d\d|20\d\d", token):
+            continue  # "$500", "in 1998"
+        after = tokens[k + 1:k + 3]
+        if not after or not after[0].isalpha() or after[0] in _COMMON:
+            return False  # "2 of them", "ate 2.", "3 to a friend": it may count what the reasoning counts
+        if any(_norm(w) in t_words for w in after if w.isalpha() and w not in _COMMON):
+            return False  # "one fry", "3 red squares": the template counts it
+    return True
+
+
+def _is_name_word(norm: str) -> bool:
+    """A word that names a person, an object or an activity: what a reworded question renames."""
+    return norm.isalpha() and norm not in _COMMON and not _is_quantity(norm) and norm not in _ADDING_WORDS
+
+
+def _shape_opcodes(t_norm: list[str], q_norm: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """Align by shape, each run of naming words standing for any other, when aligning by words failed.
+
+    Renames that reuse each other's words ("hat, scarf, sweater" → "beanie, hat, tunic"; "pens ...
+    notebooks" → "notebooks ... markers") pull a word alignment off course: "hat" meets "hat" in
+    another role. Aligned by shape, each name ("socks", "leg warmers") meets the name in its place,
+    and each rename is a stretch of its own that the usual rules (and ``_renames_one_to_one``) check."""
+    t_units, q_units = _name_units(t_norm), _name_units(q_norm)
+    out: list[tuple[str, int, int, int, int]] = []
+
+    def emit(op: str, i1: int, i2: int, j1: int, j2: int) -> None:
+        if op == "equal" and out and out[-1][0] == "equal" and out[-1][2] == i1:
+            _, a1, _, b1, _ = out.pop()
+            i1, j1 = a1, b1
+        out.append((op, i1, i2, j1, j2))
+
+    def start(units: list[tuple[str, int, int]], k: int, n: int) -> int:
+        return units[k][1] if k < len(units) else n
+
+    shapes = SequenceMatcher(None, [u[0] for u in t_units], [u[0] for u in q_units], autojunk=False)
+    for op, i1, i2, j1, j2 in shapes.get_opcodes():
+        if op != "equal":
+            emit(op, start(t_units, i1, len(t_norm)), start(t_units, i2, len(t_norm)),
+                 start(q_units, j1, len(q_norm)), start(q_units, j2, len(q_norm)))
+            continue
+        for (_, a1, a2), (_, b1, b2) in zip(t_units[i1:i2], q_units[j1:j2]):
+            emit("equal" if t_norm[a1:a2] == q_norm[b1:b2] else "replace", a1, a2, b1, b2)
+    return out
+
+
+def _name_units(norm: list[str]) -> list[tuple[str, int, int]]:
+    """(shape, start, end) per token, a run of naming words taken as one unit of shape ``_NAME``."""
+    units: list[tuple[str, int, int]] = []
+    for k, word in enumerate(norm):
+        if _is_name_word(word) and units and units[-1][0] == _NAME and units[-1][2] == k:
+            units[-1] = (_NAME, units[-1][1], k + 1)
+        else:
+            units.append((_NAME if _is_name_word(word) else word, k, k + 1))
+    return units
+
+
+def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tuple[str, int, int, int, int]],
+                        *, by_shape: bool) -> bool:
+    """No two naming words of the template become the same word of the question: "15 for a hat" where
+    the template's hat keeps its name gives "hat" two roles.
+
+    Aligned ``by_shape``, where every name meets the name in its place, each name (a run of naming
+    words) must also become one name throughout: "hat → beanie, scarf → hat" renames roles, but
+    "A → B, B → C" with "B" kept in the final question gives B two roles. Aligned by words, only
+    one-word renames count, and a word may be paraphrased two ways ("ate" → "consumed", "had
+    consumed"; "person who attends" → "guest")."""
+    forward: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+    backward: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+    for op, i1, i2, j1, j2 in opcodes:
+        if any(t.startswith(_SLOT) for t in t_norm[i1:i2]):
+            continue
+        if op == "equal":
+            pairs = [((t,), (t,)) for t in t_norm[i1:i2]]
+        elif op == "replace" and i2 - i1 == j2 - j1:  # word for word ("dollar pencils" → "dollar pens")
+            pairs = [((t,), (q,)) for t, q in zip(t_norm[i1:i2], q_norm[j1:j2])]
+        elif op == "replace" and by_shape:  # name for name ("socks" → "leg warmers")
+            pairs = [(tuple(w for w in t_norm[i1:i2] if _is_name_word(w)), tuple(w for w in q_norm[j1:j2] if _is_name_word(w)))]
+        else:
+            continue
+        for t, q in pairs:
+            if t and q and all(_is_name_word(w) for w in t + q):
+                forward.setdefault(t, set()).add(q)
+                backward.setdefault(q, set()).add(t)
+    return all(len(v) == 1 for v in backward.values()) and (not by_shape or all(len(v) == 1 for v in forward.values()))
+
+
+def _target_start(t_tokens: list[str]) -> int:
+    """Index of the first token of the template's final question (its last sentence with a '?')."""
+    ends = [i for i, t in enumerate(t_tokens) if t in (".", "?", "!")]
+    asked = [i for i in ends if t_tokens[i] == "?"]
+    last = asked[-1] if asked else (ends[-1] if ends else len(t_tokens))
+    before = [i for i in ends if i < last]
+    return before[-1] + 1 if before else 0
+
+
+def _content(words: list[str]) -> tuple[str, ...]:
+    return tuple(_norm(w) for w in words if w.isalpha() and w not in _COMMON and not _is_quantity(w))
+
+
+def _renamed_consistently(word: str, before: set[tuple[tuple[str, ...], tuple[str, ...]]],
+                          target: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> bool:
+    """``word`` reaches the final question by a rename the question makes before it too, and the template's
+    own ``word`` is renamed away there: "the rest play video games or music; 10 bake ... how many play music"
+    → "the rest read or bake; 10 dance ... how many bake" names the same roles with other hobbies."""
+    return (any(word in q and (t, q) in before for t, q in target)
+            and any(word in t and word not in q for t, q in before))
+
+
+def _renamed_throughout(t_words: list[str], q_words: list[str], renamed: set[tuple[str, str]]) -> bool:
+    """A change in the final question is allowed only as a rename the rest of the question makes too."""
+    content_t = [w for w in t_words if not w.startswith(_SLOT) and w.isalpha() and w not in _COMMON]
+    content_q = [w for w in q_words if w.isalpha() and w not in _COMMON and not _is_quantity(w)]
+    if len(content_t) != len(content_q):
+        return False
+    return all((a, b) in renamed for a, b in zip(content_t, content_q))
+
+
+def _read_stretch(slots: list[str], by_name: dict[str, Param], text: str, q_words: list[str], *,
+                  fraction: bool = False) -> dict[str, str] | None:
+    """The values of a differing stretch's slots: its numbers in order, its choices by name, or its whole text.
+    ``fraction``: the template writes two of the slots as a fraction ("{a}/{b} of the votes"), which the
+    question writes as one token ("2/5"): its numerator and denominator are the two values."""
+    if any(name not in by_name for name in slots):
+        return None
+    kinds = [_kind(by_name[name]) for name in slots]
+    if kinds == ["text"]:
+        return {slots[0]: text.strip()} if text.strip() and not any(_is_quantity(w) for w in q_words) else None
+    if "text" in kinds:
+        return None  # free text next to another slot: no way to tell where one ends
+    numbers = number_spans(text)
+    numeric_slots = [name for name, kind in zip(slots, kinds) if kind == "number"]
+    split = re.fullmatch(r"(\d+)\s*/\s*(\d+)", numbers[0].strip()) if fraction and len(numbers) == 1 else None
+    if split and len(numeric_slots) == 2:
+        numbers = [split.group(1), split.group(2)]
+    if len(numbers) != len(numeric_slots):
+        return None
+    out = dict(zip(numeric_slots, numbers))
+    rest = text
+    for span in numbers:
+        rest = rest.replace(span, " ", 1)
+    for name, kind in zip(slots, kinds):
+        if kind != "choice":
+            continue
+        named = [str(c) for c in by_name[name].choices or () if re.search(rf"\b{re.escape(str(c).lower())}\b", rest.lower())]
+        if len(named) != 1:
+            return None
+        out[name] = named[0]
+        rest = re.sub(rf"\b{re.escape(named[0])}\b", " ", rest, count=1, flags=re.IGNORECASE)
+    if any(_is_quantity(token) for token, _, _ in _tokens(rest)):
+        return None  # a quantity beside the values: "140 or 150", "7 24-inch" read into one slot
+    return out
+
+
+def _kind(param: Param) -> str:
+    if param.choices is not None:
+        return "choice"
+    if param.type in (int, float, Fraction):
+        return "number"
+    return "text"

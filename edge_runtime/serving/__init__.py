@@ -1,0 +1,1 @@
+"""The device's server: runtime state, the gRPC service and server, client, metrics, miss log, upstream."""

@@ -1,0 +1,563 @@
+"""The changed-reasoning guard (edge_runtime/read/guard.py) on hand-written entries and questions,
+and its place in the Answerer (a refusal is a MISS "reasoning_changed" before IS3 runs)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import pytest
+
+from edge_runtime.answerer import Answerer
+from edge_runtime.entries.context import NarrationStep
+from edge_runtime.read.extractor import Extraction, Extractor
+from edge_runtime.read.guard import GuardConfig, ReasoningGuard, asked_noun, check, make_guard, scan, target_clause
+from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.entries.registry import Execution
+from fakes import FixedRouter
+
+DUCKS = EntryPoint(
+    id="ducks",
+    description="Janet's eggs: how much she makes at the market each day",
+    template=("Janet's ducks lay {eggs} eggs per day. She eats {eaten} for breakfast every morning and bakes muffins "
+              "for her friends every day with {baked}. She sells the remainder at the farmers' market daily for "
+              "${price} per fresh duck egg. How much in dollars does she make every day at the farmers' market?"),
+    params=(
+        Param("eggs", "eggs laid per day", int, 16, minimum=0),
+        Param("eaten", "eggs eaten per day", int, 3, minimum=0),
+        Param("baked", "eggs baked per day", int, 4, minimum=0),
+        Param("price", "price per egg in dollars", float, 2.0, minimum=0),
+    ),
+    root="answer the ducks question",
+    answer_key="answer",
+)
+
+VACUUMS = EntryPoint(
+    id="vacuums",
+    description="Melanie's vacuum cleaners",
+    template=("Melanie is a door-to-door saleswoman. She sold a third of her vacuum cleaners at the green house, "
+              "{red} more to the red house, and half of what was left at the orange house. If Melanie has {left} "
+              "vacuum cleaners left, how many did she start with?"),
+    params=(Param("red", "sold at the red house", int, 2, minimum=0), Param("left", "left at the end", int, 5, minimum=0)),
+    root="answer the vacuum question",
+    answer_key="answer",
+)
+
+DUCK_VALUES = {"eggs": 20, "eaten": 2, "baked": 5, "price": 3.0}
+
+
+def test_a_true_rephrase_passes():
+    question = ("Every day Janet's ducks lay 20 eggs. She eats 2 of them for breakfast and bakes muffins for her "
+                "friends with 5. She sells the remaining eggs at the farmers' market for $3 per fresh duck egg. "
+                "How much in dollars does she make every day at the farmers' market?")
+    assert check(DUCKS, question, DUCK_VALUES) is None
+
+
+def test_numbers_written_as_words_and_with_separators_are_bound():
+    entry = EntryPoint(
+        id="salary", description="savings", template="Ann earns ${pay} a month and saves {share}% of it. How much does she save in a year?",
+        params=(Param("pay", "monthly pay", float, 2000.0), Param("share", "percent saved", float, 10.0)), root="r",
+    )
+    question = "Ann earns $2,500.00 a month and saves twenty percent of it. How much does she save in a year?"
+    assert check(entry, question, {"pay": 2500.0, "share": 20.0}) is None
+
+
+def test_an_added_operation_with_a_new_number_is_refused():
+    question = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
+                "friends every day with 5. She also gives 4 eggs to her neighbour every day. She sells the remainder "
+                "at the farmers' market daily for $3 per fresh duck egg. How much in dollars does she make every day "
+                "at the farmers' market?")
+    refusal = check(DUCKS, question, DUCK_VALUES)
+    assert refusal is not None and "'4'" in refusal
+
+
+def test_an_added_cost_in_dollars_is_refused():
+    question = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
+                "friends every day with 5. She sells the remainder at the farmers' market daily for $3 per fresh duck "
+                "egg, and pays $6 a day for the stall. How much in dollars does she make every day at the farmers' market?")
+    assert check(DUCKS, question, DUCK_VALUES) is not None
+
+
+def test_a_reversed_question_target_is_refused():
+    question = ("Janet's ducks lay 16 eggs per day. She bakes muffins for her friends every day with 4 and sells the "
+                "remainder at the farmers' market daily for $2 per fresh duck egg, making $18 every day. How many eggs "
+                "does she eat for breakfast every morning?")
+    refusal = check(DUCKS, question, {"eggs": 16, "eaten": 18, "baked": 4, "price": 2.0})
+    assert refusal is not None and "asks for" in refusal
+
+
+def test_a_changed_final_question_without_a_named_quantity_is_refused():
+    question = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
+                "friends every day with 5. She sells the remainder at the farmers' market daily for $3 per fresh duck "
+                "egg. What fraction of the eggs does she eat?")
+    assert check(DUCKS, question, DUCK_VALUES) is not None
+
+
+def test_any_unexplained_number_is_an_added_operation_whatever_it_counts():
+    """Words cannot tell "her neighbour owns 7 cats" from "her cousin ate 9 more": both are refused; only a
+    question that says the number does not count is read again without it (edge_runtime/read/disclaimers.py)."""
+    for sentence in ("Her garden is full of red roses, and her neighbour owns 7 cats.",
+                     "Her cousin ate 9 more than her brother.", "She keeps 7 of them for a neighbour."):
+        question = ("Janet's ducks lay 20 eggs per day. " + sentence + " She eats 2 for breakfast every morning and "
+                    "bakes muffins for her friends every day with 5. She sells the remainder at the farmers' market "
+                    "daily for $3 per fresh duck egg. How much in dollars does she make every day at the farmers' market?")
+        reason = check(DUCKS, question, DUCK_VALUES)
+        assert reason is not None and "a quantity the entry's reasoning does not use" in reason
+    plain = question.replace(" She keeps 7 of them for a neighbour.", " Her garden is full of red roses.")
+    assert check(DUCKS, plain, DUCK_VALUES) is None  # a sentence without a number changes nothing
+
+
+def test_a_value_copied_from_inside_a_longer_number_is_refused():
+    question = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
+                "friends every day with 50. She sells the remainder at the farmers' market daily for $3 per fresh "
+                "duck egg. How much in dollars does she make every day at the farmers' market?")
+    refusal = check(DUCKS, question, {**DUCK_VALUES, "baked": 5})
+    assert refusal is not None and "baked" in refusal
+
+
+def test_a_changed_constant_of_the_reasoning_is_refused():
+    question = ("Melanie is a door-to-door saleswoman. She sold a quarter of her vacuum cleaners at the green house, "
+                "4 more to the red house, and half of what was left at the orange house. If Melanie has 4 vacuum "
+                "cleaners left, how many did she start with?")
+    refusal = check(VACUUMS, question, {"red": 4, "left": 4})
+    assert refusal is not None and "a third" in refusal
+
+
+def test_the_constants_restated_in_other_words_pass():
+    question = ("Melanie sells vacuum cleaners door to door. At the green house she sold one third of them, then 3 "
+                "more at the red house, and at the orange house half of the rest. If Melanie has 6 vacuum cleaners "
+                "left, how many did she start with?")
+    assert check(VACUUMS, question, {"red": 3, "left": 6}) is None
+
+
+def test_the_template_path_always_passes():
+    guard = make_guard()
+    question = DUCKS.render(DUCK_VALUES)
+    assert guard(DUCKS, question, DUCK_VALUES, "template") is None
+    assert guard(DUCKS, question, DUCK_VALUES, "lm-draft") is None
+
+
+def test_each_check_can_be_switched_off():
+    question = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
+                "friends every day with 5. She also gives 4 eggs to her neighbour every day. She sells the remainder "
+                "at the farmers' market daily for $3 per fresh duck egg. How much in dollars does she make every day "
+                "at the farmers' market?")
+    lenient = ReasoningGuard(GuardConfig(check_added=False))
+    assert lenient(DUCKS, question, DUCK_VALUES, "lm-draft") is None
+
+
+def test_a_number_with_its_unit_written_on_is_a_stated_number():
+    texts = [m.text for m in scan("It weighs 115g, runs at 73km/hr and costs $427/hour on the 4th and 21st day.")]
+    assert texts == ["115", "73", "427"]
+    stall = EntryPoint(
+        id="stall", description="stall", root="r",
+        template="A stall rents for ${rent}/day and sells {jars} jars of 250g honey. What is the rent for {days} days?",
+        params=(Param("rent", "rent per day", float, 30.0), Param("jars", "jars", int, 8), Param("days", "days", int, 3)),
+    )
+    values = {"rent": 45.0, "jars": 9, "days": 4}
+    assert check(stall, "A stall rents for $45/day and sells 9 jars of 250g honey. What is the rent for 4 days?",
+                 values) is None
+    # an added amount written with its unit on is as visible as any other number
+    refusal = check(stall, "A stall rents for $45/day plus $5/day for power and sells 9 jars of 250g honey. "
+                           "What is the rent for 4 days?", values)
+    assert refusal is not None and "'5'" in refusal
+
+
+def test_number_scanner_and_question_helpers():
+    texts = [m.text for m in scan("She sold a third of 1,200 pens, twice 3 1/2 boxes and forty-two cups, 25% on the 1st day.")]
+    assert texts == ["a third", "1,200", "twice", "3 1/2", "forty-two", "25"]
+    percent = scan("25% of it")[0]
+    assert percent.percent and 0.25 in percent.values
+    assert target_clause("Tom has 3 cats. If each eats 2 cans, how many cans do they eat?") == "how many cans do they eat?"
+    assert asked_noun("how many corn chips were there") == {"corn", "chip"}
+    assert asked_noun("how much does it cost") == set()
+
+
+# ---- in the Answerer -------------------------------------------------------------------------
+
+
+class _Extractor(Extractor):
+    """The template fast path for real; the model's reading stubbed."""
+
+    def __init__(self) -> None:
+        super().__init__(None, use_alignment=False)
+
+    def extract(self, entry, question, *, fast_paths=True):
+        return Extraction(dict(DUCK_VALUES), {}, "lm-draft")
+
+
+def _answerer(guard) -> tuple[Answerer, list]:
+    ran = []
+
+    def executor(digest, entry_id, source, values, timeout):
+        ran.append(values)
+        return Execution({"answer": 42}, [NarrationStep("f", "ran")])
+
+    answerer = Answerer(
+        name="t", version="1", digest="d", entries={"ducks": DUCKS}, modules={"ducks": ""}, router=FixedRouter(("ducks", 0.9)),
+        threshold=0.5, extractor=_Extractor(), executor=executor, guard=guard,
+    )
+    return answerer, ran
+
+
+@pytest.mark.parametrize("guard_on", [True, False])
+def test_the_answerer_misses_with_reasoning_changed_before_running_the_entry(guard_on):
+    answerer, ran = _answerer(make_guard() if guard_on else None)
+    question = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast and bakes muffins with 5. She also gives "
+                "4 eggs to her neighbour every day. She sells the rest for $3 per egg. How much in dollars does she make?")
+    answer = answerer.answer(question)
+    if guard_on:
+        assert not answer.hit and answer.miss_reason == "reasoning_changed" and "'4'" in answer.miss_detail
+        assert answer.entry_id == "ducks" and ran == []
+    else:
+        assert answer.hit and answer.answer == 42 and len(ran) == 1
+
+
+def test_reasoning_changed_is_a_miss_reason_of_the_contract():
+    from edge_runtime.proto import edge_pb2 as pb
+    from edge_runtime.serving.service import _REASONS
+
+    assert _REASONS["reasoning_changed"] == pb.REASONING_CHANGED == 9
+
+
+BALLS = EntryPoint(
+    id="balls",
+    description="A juggler's balls",
+    template="A juggler can juggle {total} balls. {golf} of the balls are golf balls. How many golf balls are there?",
+    params=(Param("total", "balls", int, 16, minimum=0),
+            Param("golf", "the share of golf balls, as a divisor", float, 2.0, minimum=0, exclusive_minimum=True,
+                  reading="reciprocal")),
+    root="answer the balls question",
+    answer_key="answer",
+)
+
+
+def test_a_fraction_the_template_writes_as_two_slots_states_both_values():
+    votes = EntryPoint(
+        id="votes", description="votes", root="r", answer_key="answer",
+        template="There are {total} votes. The winner got {num}/{den} of the votes. How many votes did the loser get?",
+        params=tuple(Param(n, n, int, o, minimum=1) for n, o in (("total", 100), ("num", 3), ("den", 4))),
+    )
+    question = "There are 80 ballots. The winner got 2/5 of the ballots. How many ballots did the loser get?"
+    assert check(votes, question, {"total": 80, "num": 2, "den": 5}, "aligned") is None
+    assert check(votes, question, {"total": 80, "num": 5, "den": 2}, "aligned") is not None  # parts in their places
+    assert check(votes, question, {"total": 80, "num": 2, "den": 2}, "aligned") is not None  # one part read twice
+    loose = replace(votes, id="loose", template=votes.template.replace("{num}/{den}", "{num} out of every {den}"))
+    assert check(loose, question, {"total": 80, "num": 2, "den": 5}, "aligned") is not None  # no fraction slots
+    worded = replace(votes, id="worded", template=votes.template.replace("{num}/{den}", "{num} fifths"),
+                     params=votes.params[:2])
+    assert check(worded, question.replace("2/5", "two fifths"), {"total": 80, "num": 2}, "aligned") is None
+    assert check(worded, question.replace("2/5", "two fifths"), {"total": 80, "num": 5}, "aligned") is not None
+
+
+def test_a_fraction_in_slots_is_never_pieced_together_or_crossed():
+    def entry(eid, template):
+        names = re.findall(r"\{(\w+)\}", template)
+        return EntryPoint(id=eid, description=eid, root="r", answer_key="answer", template=template,
+                          params=tuple(Param(n, n, float, 1.0, minimum=0) for n in dict.fromkeys(names)))
+
+    votes = entry("v2", "There are {total} votes. The winner got {num}/{den} of the votes. How many did the loser get?")
+    pieced = "There are 80 votes from 2 towns. The winner got 3/5 of the votes. How many did the loser get?"
+    assert check(votes, pieced, {"total": 80, "num": 2, "den": 5}, "lm-draft") is not None  # the 2 is the towns'
+    two = entry("two", "Ann ate {a}/{b} of the pie and Bob ate {c}/{d} of the cake. How much did they eat?")
+    question = "Ann ate 2/5 of the pie and Bob ate 3/7 of the cake. How much did they eat?"
+    assert check(two, question, {"a": 2, "b": 5, "c": 3, "d": 7}, "lm-draft") is None
+    assert check(two, question, {"a": 2, "b": 7, "c": 3, "d": 5}, "lm-draft") is not None  # crossed
+    whole = entry("whole", "Ann ate {p} of the pie. Bob ate {a}/{b} of the cake. How much did they eat?")
+    taken = "Ann ate 2/5 of the pie. Bob ate some of the cake. How much did they eat?"
+    assert check(whole, taken, {"p": 0.4, "a": 2, "b": 5}, "lm-draft") is not None  # 2/5 is Ann's alone
+
+
+def test_a_share_of_a_number_the_template_writes_in_slots_is_not_one_value():
+    girls = EntryPoint(
+        id="girls", description="girls", root="r", answer_key="answer",
+        template="A school has {n} students. {f} of the {n} students are girls. How many boys are there?",
+        params=(Param("n", "students", int, 40, minimum=0), Param("f", "share of girls", float, 0.5, minimum=0)),
+    )
+    question = "A school has 40 students. 3/4 of 40 students are girls. How many boys are there?"
+    assert check(girls, question, {"n": 40, "f": 0.75}, "lm-draft") is None
+    assert check(girls, question, {"n": 40, "f": 30.0}, "lm-draft") is not None  # "3/4 of 40" is the template's
+
+
+def test_a_share_of_a_number_states_its_value():
+    sodas = EntryPoint(
+        id="sodas", description="sodas", root="r", answer_key="answer",
+        template="Tom buys {sodas} sodas at $2 each. How much does he pay?",
+        params=(Param("sodas", "sodas bought", int, 10, minimum=0),),
+    )
+    question = "Tom buys half of 40 sodas at $2 each. How much does he pay?"
+    assert check(sodas, question, {"sodas": 20}, "aligned") is None
+    assert check(sodas, question, {"sodas": 80}, "aligned") is not None
+    assert check(sodas, question.replace("half of", "2 of"), {"sodas": 80}, "aligned") is not None  # no share
+    assert check(sodas, question.replace("40", "40%"), {"sodas": 20}, "aligned") is not None  # no share of a rate
+
+
+def test_a_value_read_as_a_reciprocal_is_a_stated_number():
+    question = "A juggler can juggle 60 balls. Two thirds of the balls are golf balls. How many golf balls are there?"
+    assert check(BALLS, question, {"total": 60, "golf": 1.5}, "lm-draft") is None  # "two thirds" states 1/1.5
+    assert check(BALLS, question, {"total": 60, "golf": 4.0}, "lm-draft") is not None  # "a quarter" is not said
+
+
+def test_the_aligned_path_is_not_refused_for_a_final_question_renamed_throughout():
+    question = ("Joe picks 162 kiwis on Tuesday. Then he picks 73 kiwis on Wednesday. How many kiwis does Joe have?")
+    entry = EntryPoint(
+        id="picks", description="picking", root="r", answer_key="answer",
+        template="John picks {a} bananas on Wednesday. Then he picks {b} bananas on Thursday. How many bananas does John have?",
+        params=(Param("a", "first day", int, 4, minimum=0), Param("b", "second day", int, 6, minimum=0)),
+    )
+    values = {"a": 162, "b": 73}
+    assert check(entry, question, values, "aligned") is None
+    assert check(entry, question, values, "lm-draft") is not None  # the model path keeps the overlap test
+
+
+@pytest.mark.parametrize("declared, outcomes, shown", [
+    # whole_answer: the answer counts things; a fraction means the reasoning lacks a rounding step
+    ({"whole_answer": True}, ((6.3, False), (6.0, True), (7, True)), "6.3"),
+    # answer_minimum=0: the answer is a quantity; values that drive it below zero left its domain
+    ({"answer_minimum": 0.0}, ((-4.0, False), (0, True), (26.5, True)), "-4.0"),
+    ({"answer_minimum": 0.0}, ((float("nan"), False),), "nan"),
+    ({"whole_answer": True}, ((float("nan"), False), (float("inf"), False)), "reasoning gives"),
+])
+def test_an_answer_outside_the_entrys_declared_domain_is_a_miss_not_an_answer(declared, outcomes, shown):
+    from dataclasses import replace
+
+    entry = replace(BALLS, id="e", **declared)
+    for answer, hit in outcomes:
+        def executor(digest, entry_id, source, values, timeout, answer=answer):
+            return Execution({"answer": answer}, [])
+
+        answerer = Answerer(name="t", version="1", digest="d", entries={"e": entry}, modules={"e": ""},
+                            router=None, threshold=0.5, extractor=_Extractor(), executor=executor, guard=None)
+        served = answerer.answer("A juggler can juggle 80 balls. Half of the balls are golf balls. How many golf balls are there?")
+        assert served.hit is hit, served
+        if not hit:
+            assert served.miss_reason == "answer_out_of_domain" and shown in served.miss_detail
+
+
+def test_a_question_that_states_its_givens_apart_asks_the_same_thing():
+    gas = EntryPoint(
+        id="gas", description="gas pressure", root="r", answer_key="answer",
+        template="What is the pressure, in kPa, of {moles} mol of an ideal gas at {kelvin} kelvin?",
+        params=(Param("moles", "amount of gas in mol", float, 2.0, minimum=0), Param("kelvin", "temperature", float, 300.0)),
+    )
+    values = {"moles": 1.5, "kelvin": 280.0}
+    assert check(gas, "A flask holds 1.5 mol of ideal gas at 280 kelvin. What is the pressure in kPa?", values) is None
+    assert check(gas, "A flask holds 1.5 mol of ideal gas at 280 kelvin. What is its volume in litres?", values) is not None
+
+
+BUS = EntryPoint(
+    id="bus", description="how much farther a bus goes than a car", root="r", answer_key="answer",
+    template=("A bus travels {bus_speed} miles per hour for {bus_hours} hours. A car travels {car_speed} miles per hour "
+              "for {car_hours} hours. How much farther did the bus go than the car, in miles?"),
+    params=(Param("bus_speed", "bus speed in mph", int, 60, minimum=0), Param("bus_hours", "bus hours", int, 5, minimum=0),
+            Param("car_speed", "car speed in mph", int, 30, minimum=0), Param("car_hours", "car hours", int, 8, minimum=0)),
+)
+BUS_VALUES = {"bus_speed": 60, "bus_hours": 5, "car_speed": 60, "car_hours": 8}
+
+
+def test_a_reversal_that_asks_for_a_given_is_refused_on_the_model_path():
+    """GSM-Plus 'reversing operation': the car's speed becomes the unknown; the model read '60 miles farther' as it."""
+    question = ("A bus travels 60 miles per hour for 5 hours. A car travels a certain distance in 8 hours. If the bus "
+                "travels 60 miles farther than the car, how fast was the car traveling, in miles per hour?")
+    refusal = check(BUS, question, BUS_VALUES, "lm-draft")
+    assert refusal is not None and "takes as given" in refusal and "'hour'" in refusal
+    assert ReasoningGuard(GuardConfig(model_path_reversal_words=None))(BUS, question, BUS_VALUES, "lm-draft") is None
+
+
+def test_a_reworded_final_question_that_asks_the_same_thing_is_served_on_the_model_path():
+    question = ("A bus goes 60 miles per hour for 5 hours and a car goes 60 miles per hour for 8 hours. "
+                "How much farther did the bus go than the car, in miles?")
+    assert check(BUS, question, BUS_VALUES, "lm-draft") is None
+    assert check(DUCKS, ("Every day Janet's ducks lay 20 eggs. She eats 2 of them for breakfast and bakes muffins for "
+                         "her friends with 5. She sells the remaining eggs at the farmers' market for $3 per fresh duck "
+                         "egg. How much in dollars does she make every day at the farmers' market?"),
+                 DUCK_VALUES, "lm-draft") is None
+
+
+def test_a_final_question_that_states_its_givens_is_not_a_reversal():
+    """'What will $2000 grow to in 5 years at 4% per year, compounded quarterly?' asks for the balance; the
+    words after its first number are givens it states, not what it asks for."""
+    savings = EntryPoint(
+        id="savings", description="compound interest", root="r", answer_key="answer",
+        template=("If you deposit ${principal} at {rate}% a year compounded {frequency}, what is the balance after "
+                  "{years} years?"),
+        params=(Param("principal", "deposit in dollars", float, 1000.0, minimum=0),
+                Param("rate", "yearly rate in percent", float, 5.0, minimum=0),
+                Param("frequency", "compounding", str, "monthly", choices=("annually", "quarterly", "monthly")),
+                Param("years", "years", int, 10, minimum=0)),
+    )
+    values = {"principal": 2000.0, "rate": 4.0, "frequency": "quarterly", "years": 5}
+    question = "What will $2000 grow to in 5 years at 4% per year, compounded quarterly?"
+    assert check(savings, question, values, "lm-draft") is None
+    reversed_question = "If you deposit $2000 and have $2433.97 after 5 years, compounded quarterly, what was the yearly rate?"
+    assert check(savings, reversed_question, {**values, "rate": 2433.97}, "lm-draft") is not None
+
+
+def test_a_share_of_a_power_of_ten_is_one_stated_number():
+    question = ("Janet's ducks lay 3/4 of one hundred eggs per day. She eats 2 for breakfast every morning and bakes "
+                "muffins for her friends every day with 5. She sells the remainder at the farmers' market daily for $3 "
+                "per fresh duck egg. How much in dollars does she make every day at the farmers' market?")
+    assert [m.text for m in scan(question)][:1] == ["3/4 of one hundred"]
+    assert check(DUCKS, question, {**DUCK_VALUES, "eggs": 75}) is None
+    assert check(DUCKS, question, {**DUCK_VALUES, "eggs": 100}) is not None  # 100 is not what it states
+    assert [m.text for m in scan("1/0 of ten ducks")] == ["ten"]  # no number at all, and no crash
+
+
+def test_a_dropped_amount_of_time_the_template_states_with_an_article_is_refused():
+    entry = EntryPoint(
+        id="oranges", description="oranges peeled",
+        template=("Ana spends {ana} minutes peeling an orange and Jane spends {jane} minutes. How many more oranges "
+                  "will Ana have peeled than Jane after an hour?"),
+        params=(Param("ana", "Ana's minutes per orange", int, 3, minimum=1),
+                Param("jane", "Jane's minutes per orange", int, 4, minimum=1)),
+        root="r",
+    )
+    same = ("Ana takes 3 minutes to peel an orange and Jane takes 4 minutes. After an hour, how many more oranges "
+            "has Ana peeled than Jane?")
+    assert check(entry, same, {"ana": 3, "jane": 4}) is None
+    dropped = "Ana takes 3 minutes to peel an orange and Jane takes 4 minutes. How many more oranges has Ana peeled than Jane?"
+    assert "an hour" in check(entry, dropped, {"ana": 3, "jane": 4})
+
+
+def test_a_month_of_other_length_is_a_changed_constant():
+    entry = EntryPoint(
+        id="doughnuts", description="doughnut sales in a month",
+        template="Derrick makes {dozens} dozen doughnuts every day at ${price} each. How much does he make in June?",
+        params=(Param("dozens", "dozens a day", int, 10, minimum=0), Param("price", "price per doughnut", float, 2.0, minimum=0)),
+        root="r",
+    )
+    values = {"dozens": 15, "price": 3.0}
+    september = "Each day Derrick bakes 15 dozen doughnuts and sells them at $3 each. How much does he make in September?"
+    assert check(entry, september, values) is None
+    assert "June" in check(entry, september.replace("September", "July"), values)
+
+
+def test_a_text_slot_written_as_a_fraction_is_judged_not_a_crash():
+    odd = EntryPoint(
+        id="odd", description="odd", root="r", answer_key="answer",
+        template="Mix {a}/{b} of the paint with 1/2 of the water. How much paint is left?",
+        params=(Param("a", "colour", str, "red"), Param("b", "parts", int, 4, minimum=1)),
+    )
+    question = "Mix blue/4 of the paint with 1/2 of the water. How much paint is left?"
+    assert check(odd, question, {"a": "blue", "b": 4}, "aligned") is None
+
+
+def test_a_guard_that_fails_refuses_instead_of_failing_the_call():
+    def broken(entry, question, values, path):
+        raise ValueError("cannot read this")
+
+    def executor(digest, entry_id, source, values, timeout):
+        return Execution({"answer": 1}, [])
+
+    answerer = Answerer(name="t", version="1", digest="d", entries={"b": BALLS}, modules={"b": ""},
+                        router=None, threshold=0.5, extractor=_Extractor(), executor=executor, guard=broken)
+    served = answerer.answer("A juggler can juggle 80 balls. Half of the balls are golf balls. How many golf balls are there?")
+    assert not served.hit and served.miss_reason == "reasoning_changed" and "could not judge" in served.miss_detail
+
+
+COGNAC = EntryPoint(
+    id="cognac", description="scotch and cognac",
+    template=("John buys {bottles} bottles of scotch for a total cost of ${cost}.  He also buys twice as many bottles of "
+              "cognac that cost {more}% more per bottle.  How much does he spend on everything?"),
+    params=(Param("bottles", "scotch bottles", int, 10, minimum=0), Param("cost", "scotch cost", float, 600.0),
+            Param("more", "percent more per cognac bottle", float, 50.0)),
+    root="r", answer_key="answer",
+)
+
+
+def test_a_percent_slot_is_not_stated_by_a_plain_number():
+    times = ("John buys 10 bottles of scotch for a total cost of $600.  He also buys twice as many bottles of cognac "
+             "that cost 0.5 times more per bottle.  How much does he spend on everything?")
+    refusal = check(COGNAC, times, {"bottles": 10, "cost": 600.0, "more": 0.5})
+    assert refusal is not None and "as a percent" in refusal
+    percent = times.replace("0.5 times more", "40% more")
+    assert check(COGNAC, percent, {"bottles": 10, "cost": 600.0, "more": 40.0}) is None
+
+
+def test_a_percent_is_not_read_as_a_plain_number():
+    entry = EntryPoint(id="grow", description="growth", template="A plant is {h} cm tall and grows {g} times its height. How tall is it?",
+                       params=(Param("h", "height", float, 10.0), Param("g", "growth factor", float, 2.0)), root="r")
+    refusal = check(entry, "A plant is 10 cm tall and grows by 5% of its height. How tall is it?", {"h": 10.0, "g": 5.0})
+    assert refusal is not None and "as a percent" in refusal
+
+
+def test_a_value_restated_with_an_adding_word_is_an_added_operation():
+    entry = EntryPoint(
+        id="shoes", description="shoe savings",
+        template=("Jessica makes ${pay} a month.  She sets {share}% of her paycheck aside to put towards fancy shoes.  "
+                  "Each pair of shoes she buys costs ${price}.  How many shoes can she buy in a year?"),
+        params=(Param("pay", "monthly pay", float, 2000.0), Param("share", "percent set aside", float, 25.0),
+                Param("price", "price of a pair", float, 1000.0)), root="r", answer_key="answer")
+    values = {"pay": 2000.0, "share": 25.0, "price": 1000.0}
+    question = ("Jessica makes $2,000.00 a month.  She sets 25% of her paycheck aside to put towards fancy shoes.  Each pair "
+                "of shoes she buys costs $1,000.00. However, she also decides to save an additional 25% of her paycheck "
+                "aside to put towards fancy shoes. How many shoes can she buy in a year?")
+    assert check(entry, question, values) is not None
+    restated = question.replace("However, she also decides to save an additional 25% of her paycheck aside to put "
+                                "towards fancy shoes.", "Note that she sets 25% of her paycheck aside.")
+    assert check(entry, restated, values) is None  # the words of the sentence that states it, nothing added
+    reworded = question.replace("However, she also decides to save an additional 25% of her paycheck aside to put "
+                                "towards fancy shoes.", "Her sister also sets 25% of her paycheck aside.")
+    assert check(entry, reworded, values) is not None  # someone else's 25%: not a repeat
+
+
+def test_an_unexplained_number_compared_with_another_is_an_added_operation():
+    entry = EntryPoint(
+        id="ages", description="ages in a ratio",
+        template="Darrell and Allen's ages are in the ratio of {d}:{a}. If their total age now is {total}, calculate Allen's age {years} years from now.",
+        params=(Param("d", "Darrell's share", int, 7), Param("a", "Allen's share", int, 11), Param("total", "total age", int, 162),
+                Param("years", "years ahead", int, 10)), root="r", answer_key="answer")
+    values = {"d": 7, "a": 11, "total": 172, "years": 10}
+    question = "Darrell and Allen's ages are in the ratio of 7:11. If their total age now is 10 less than 172, calculate Allen's age 10 years from now."
+    refusal = check(entry, question, values)
+    assert refusal is not None and "'10'" in refusal
+
+
+def test_a_percent_in_a_sentence_that_changes_a_price_is_an_added_operation():
+    entry = EntryPoint(
+        id="toy", description="toy price changes",
+        template=("In November, a toy was ${price}. In December, the price increased by {up}%. In January, the price "
+                  "decreased by {down}%. What was the price of the toy after it was discounted in January?"),
+        params=(Param("price", "price", float, 40.0), Param("up", "rise", float, 80.0), Param("down", "fall", float, 50.0)),
+        root="r", answer_key="answer")
+    question = ("In November, a toy was $40. In December, the price increased by 80%. In January, the price decreased by "
+                "50%. In February, prices decreased by 20%. What was the price of the toy after it was discounted in January?")
+    assert check(entry, question, {"price": 40.0, "up": 80.0, "down": 50.0}) is not None
+
+
+COINS = EntryPoint(
+    id="coins", description="coins saved by Rong and Neil",
+    template=("Rong saves {coins} coins every month. Neil saves {num}/{den} times more coins per month than Rong. "
+              "How many coins do they have after ten years?"),
+    params=(Param("coins", "coins Rong saves a month", int, 20, minimum=0), Param("num", "numerator", int, 2, minimum=0),
+            Param("den", "denominator", int, 5, minimum=1)),
+    root="r",
+)
+
+
+def test_a_template_fraction_is_one_fraction_of_the_question_not_two_numbers_from_apart():
+    distracted = ("Rong saves 20 coins worth $1 each every month. Neil saves 2/5 times more coins per month than "
+                  "Rong. How many coins do they have after ten years?")
+    refusal = check(COINS, distracted, {"coins": 20, "num": 1, "den": 0.4})  # "$1" and "2/5" pieced together
+    assert refusal is not None and "fraction" in refusal
+    in_words = distracted.replace(" worth $1 each", "").replace("2/5 times", "2 out of 5 times")  # one fraction
+    assert check(COINS, in_words, {"coins": 20, "num": 2, "den": 5}) is None
+
+
+def test_a_value_the_question_leaves_unstated_is_refused_on_the_model_path():
+    dosage = EntryPoint(
+        id="dosage", description="medicine in doses",
+        template=("Saanvi combines {first} mL of one medicine with {times} times that amount of the second medicine. "
+                  "How many mL of medicine are in {doses} doses?"),
+        params=(Param("first", "mL of the first medicine", int, 14, minimum=0),
+                Param("times", "times as much of the second", int, 3, minimum=0),
+                Param("doses", "doses", int, 8, minimum=1)),
+        root="r",
+    )
+    reversed_question = ("Saanvi combines a certain mL of one medicine with 3 times that amount of the second medicine. "
+                         "448 mL of medicine are in 8 doses. How many mL of medicine are in one dose?")
+    refusal = check(dosage, reversed_question, {"first": 448, "times": 3, "doses": 8})
+    assert refusal is not None and "unstated" in refusal and "a certain mL" in refusal
+    rephrased = ("Saanvi combines 20 mL of one medicine with 3 times that amount of the second medicine. How many mL "
+                 "of medicine are in 8 doses, if some doses are taken at night?")  # "some doses": no slot's number
+    assert check(dosage, rephrased, {"first": 20, "times": 3, "doses": 8}) is None

@@ -1,0 +1,268 @@
+"""The aligned fast path: the template reworded around its slots, and nothing else changed."""
+
+from __future__ import annotations
+
+import pytest
+
+from edge_runtime.entries.metadata import Param
+from edge_runtime.read.template_align import aligned_values
+
+TEMPLATE = (
+    "Benny saw a {length}-foot shark with {count} {size}-inch remoras attached to it. "
+    "Half of the remoras are grey. What percentage of the shark's body length is the combined length of the remoras?"
+)
+PARAMS = (
+    Param(name="length", description="length of the shark in feet", type=int, original=10, minimum=1),
+    Param(name="count", description="number of remoras", type=int, original=2, minimum=0),
+    Param(name="size", description="length of one remora in inches", type=int, original=6, minimum=1),
+)
+
+
+def test_names_and_objects_reworded_around_the_slots():
+    question = (
+        "Michael saw a 140-foot dolphin with 7 24-inch remoras attached to it. "
+        "Half of the remoras are grey. What percentage of the dolphin's body length is the combined length of the remoras?"
+    )
+    assert aligned_values(TEMPLATE, PARAMS, question) == {"length": "140", "count": "7", "size": "24"}
+
+
+def test_number_words_in_a_slot_are_kept_for_the_value_reader():
+    question = TEMPLATE.format(length="twelve", count="3", size="5")
+    assert aligned_values(TEMPLATE, PARAMS, question) == {"length": "twelve", "count": "3", "size": "5"}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # a constant of the cached reasoning changed: different reasoning, not new values
+        TEMPLATE.format(length=140, count=7, size=24).replace("Half of", "One third of"),
+        # a quantity added outside the slots
+        TEMPLATE.format(length=140, count=7, size=24).replace("are grey.", "are grey and 3 more swim by."),
+        # a value removed: the slot has nothing between its anchors
+        "Benny saw a shark with 7 24-inch remoras attached to it. Half of the remoras are grey. "
+        "What percentage of the shark's body length is the combined length of the remoras?",
+        # a different question altogether
+        "How many legs does a spider have?",
+        # two numbers where one value belongs
+        TEMPLATE.format(length="140 or 150", count=7, size=24),
+    ],
+)
+def test_anything_else_declines(question):
+    assert aligned_values(TEMPLATE, PARAMS, question) is None
+
+
+def test_choice_slots_accept_only_their_choices():
+    template = "Ship {n} boxes by {mode} to the warehouse."
+    params = (Param(name="n", description="boxes", type=int, original=2), Param(name="mode", description="mode", type=str, original="air", choices=("air", "sea")))
+    assert aligned_values(template, params, "Please ship 9 boxes by sea to the warehouse.") == {"n": "9", "mode": "sea"}
+    assert aligned_values(template, params, "Please ship 9 boxes by train to the warehouse.") is None
+
+
+def test_objects_units_and_currency_change_around_the_slots():
+    template = ("Raphael went to buy some school supplies. He bought {pens} pens which cost ${pen_cost} each, "
+                "and a rim of bond paper which cost ${paper}. How much did Raphael spend on everything?")
+    params = (
+        Param(name="pens", description="pens bought", type=int, original=4, minimum=0),
+        Param(name="pen_cost", description="cost of a pen", type=float, original=1.5, minimum=0),
+        Param(name="paper", description="cost of the paper", type=float, original=20.0, minimum=0),
+    )
+    question = ("William went to buy some school supplies. He bought 8 folders which cost £2.75 each, and a rim of "
+                "bond paper which cost £13. How much did William spend on everything?")
+    assert aligned_values(template, params, question) == {"pens": "8", "pen_cost": "2.75", "paper": "13"}
+    # an added purchase is an added quantity: not the same reasoning
+    added = question.replace("each, and", "each, 3 erasers, and")
+    assert aligned_values(template, params, added) is None
+
+
+def test_plural_units_and_number_words_in_a_changed_stretch():
+    template = "He buys {count} {weight}-pound bales of hay for his horses."
+    params = (Param(name="count", description="bales", type=int, original=4, minimum=0),
+              Param(name="weight", description="pounds per bale", type=int, original=75, minimum=1))
+    assert aligned_values(template, params, "He buys thirty-two 65-pounds bales of hay for his horses.") == {
+        "count": "thirty-two", "weight": "65"}
+
+
+def test_a_short_instruction_may_not_change_what_it_asks_for():
+    template = "Convert {value} degrees {unit} to kelvin."
+    params = (Param(name="value", description="temperature", type=float, original=20.0),
+              Param(name="unit", description="scale", type=str, original="celsius", choices=("celsius", "fahrenheit")))
+    assert aligned_values(template, params, "Please convert 451 degrees fahrenheit to kelvin.") == {
+        "value": "451", "unit": "fahrenheit"}
+    assert aligned_values(template, params, "Convert 451 degrees fahrenheit to rankine.") is None
+
+
+def test_the_final_question_may_not_ask_for_what_the_template_gives():
+    template = ("John earns {wage} dollars an hour and works {hours} hours a week. He buys {pens} pens that cost "
+                "{pen_cost} dollars each. How many {pencil_cost} dollar pencils can he buy with the rest?")
+    params = tuple(Param(name=n, description=n, type=int, original=o, minimum=0)
+                   for n, o in (("wage", 50), ("hours", 6), ("pens", 4), ("pen_cost", 25), ("pencil_cost", 10)))
+    same = template.format(wage=40, hours=5, pens=3, pen_cost=20, pencil_cost=5)
+    assert aligned_values(template, params, same) is not None
+    assert aligned_values(template, params, same.replace("dollar pencils", "dollar pens")) is None
+
+
+def test_a_repeated_slot_must_read_one_value():
+    template = "A {n}-item quiz has {n} questions and {k} answers."
+    params = (Param(name="n", description="items", type=int, original=60), Param(name="k", description="answers", type=int, original=3))
+    assert aligned_values(template, params, "A 30-item quiz has 30 questions and 4 answers.") == {"n": "30", "k": "4"}
+    assert aligned_values(template, params, "A 30-item quiz has 31 questions and 4 answers.") is None
+
+
+def test_two_words_trading_places_inside_the_final_question_is_a_swap():
+    template = ("John has {money} dollars. How many {pen_cost} dollar pens can he buy after he buys {pencils} pencils "
+                "that cost {pencil_cost} dollars each?")
+    params = tuple(Param(name=n, description=n, type=int, original=o, minimum=0)
+                   for n, o in (("money", 100), ("pen_cost", 10), ("pencils", 4), ("pencil_cost", 5)))
+    question = template.format(money=90, pen_cost=10, pencils=4, pencil_cost=25)
+    assert aligned_values(template, params, question) is not None
+    swapped = question.replace("dollar pens", "dollar PENCILS").replace("4 pencils", "4 pens").replace("PENCILS", "pencils")
+    assert aligned_values(template, params, swapped) is None
+
+
+def test_the_final_question_may_use_a_template_word_the_question_renamed_throughout():
+    template = ("A class of {total} students has hobbies. {bakers} like to bake, and the rest like to either play "
+                "video games or play music. How many like to play video games if the number that like to play music "
+                "is {ratio} the number that bake?")
+    params = (Param(name="total", description="students", type=int, original=50),
+              Param(name="bakers", description="bakers", type=int, original=10),
+              Param(name="ratio", description="times", type=float, original=2.0))
+    renamed = ("A class of 160 students has hobbies. 60 like to dance, and the rest like to either read or bake. "
+               "How many like to read if the number that like to bake is twice the number that dance?")
+    assert aligned_values(template, params, renamed) == {"total": "160", "bakers": "60", "ratio": "twice"}
+    # the final question asks for the bakers the template states: a reversed question, not a rename
+    reversed_question = ("A class of 160 students has hobbies. 60 like to bake, and the rest like to either play "
+                         "video games or play music. How many like to bake if the number that like to play music "
+                         "is twice the number that bake?")
+    assert aligned_values(template, params, reversed_question) is None
+
+
+def test_a_value_that_becomes_a_share_of_another_quantity_declines():
+    template = ("Grandma walks 3 miles every day on her trail, which includes {beach} miles of walking on the beach "
+                "and {sidewalk} mile of walking on the sidewalk. If {minutes} minutes are spent on the beach, how "
+                "long does the walk take?")
+    params = tuple(Param(name=n, description=n, type=float, original=o, minimum=0)
+                   for n, o in (("beach", 2.0), ("sidewalk", 1.0), ("minutes", 40.0)))
+    same = template.format(beach=2, sidewalk=1, minutes=30)
+    assert aligned_values(template, params, same) == {"beach": "2", "sidewalk": "1", "minutes": "30"}
+    share = same.replace("1 mile of walking", "1/3 of the total distance of walking")
+    assert aligned_values(template, params, share) is None
+
+
+KNITTING = ("Martha is knitting for her {kids} grandchildren. She wants to make a hat, scarf, and socks for each of "
+            "them. It takes {hat} skeins of wool to make a hat, {scarf} for a scarf, and {socks} for a pair of "
+            "socks. How many skeins of wool will she need to buy?")
+KNITTING_PARAMS = tuple(Param(name=n, description=n, type=int, original=o, minimum=0)
+                        for n, o in (("kids", 3), ("hat", 2), ("scarf", 3), ("socks", 4)))
+
+
+def test_renames_that_reuse_each_others_words_keep_each_value_in_its_role():
+    # hat → beanie, scarf → hat: "hat" now names the second item, and its value is the second one
+    question = ("Maya is knitting for her 2 grandchildren. She wants to make a beanie, hat, and leg warmers for each "
+                "of them. It takes 4 skeins of wool to make a beanie, 15 for a hat, and 7 for a pair of leg warmers. "
+                "How many skeins of wool will she need to buy?")
+    assert aligned_values(KNITTING, KNITTING_PARAMS, question) == {"kids": "2", "hat": "4", "scarf": "15", "socks": "7"}
+
+
+def test_a_name_given_two_roles_declines():
+    # scarf → hat in the list, but "hat" kept for the first item later: one word, two roles
+    question = ("Maya is knitting for her 2 grandchildren. She wants to make a beanie, hat, and socks for each "
+                "of them. It takes 4 skeins of wool to make a hat, 15 for a hat, and 7 for a pair of socks. "
+                "How many skeins of wool will she need to buy?")
+    assert aligned_values(KNITTING, KNITTING_PARAMS, question) is None
+
+
+SUPPLIES = ("Raphael bought {pens} pens which cost ${pen_cost} each and {books} notebooks which cost ${book_cost} each. "
+            "How much did he spend on notebooks?")
+SUPPLIES_PARAMS = tuple(Param(name=n, description=n, type=float, original=o, minimum=0)
+                        for n, o in (("pens", 4.0), ("pen_cost", 1.5), ("books", 2.0), ("book_cost", 4.0)))
+
+
+def test_names_trading_places_throughout_is_a_consistent_swap_of_roles():
+    swapped = "Eric bought 16 notebooks which cost $2.25 each and 8 pens which cost $18.5 each. How much did he spend on pens?"
+    # the final question follows the swap: it asks for the second item's spending, as the template does
+    assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, swapped) == {"pens": "16", "pen_cost": "2.25", "books": "8", "book_cost": "18.5"}
+    # the final question does not follow it: it asks for the first item's spending now
+    assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, swapped.replace("on pens", "on notebooks")) is None
+
+
+def test_a_chain_of_renames_must_reach_the_final_question():
+    chained = "Eric bought 16 notebooks which cost $2.25 each and 8 markers which cost $18.5 each. How much did he spend on markers?"
+    assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, chained) == {"pens": "16", "pen_cost": "2.25", "books": "8", "book_cost": "18.5"}
+    # the question still asks about notebooks, which it gave the pens' role: another question
+    assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, chained.replace("on markers", "on notebooks")) is None
+
+
+def test_days_shifted_by_one_keep_their_order():
+    # Saturday → Friday, Sunday → Saturday: a word alignment pairs the two Saturdays and loses the rest
+    template = ("Sunny is selling gingerbread and apple pie. On Saturday, he sold {sat} boxes of gingerbread and {fewer} "
+                "fewer boxes of apple pie than on Sunday. On Sunday, he sold {more} more boxes of gingerbread than on "
+                "Saturday and {sun_pie} boxes of apple pie. How many boxes did Sunny sell?")
+    params = tuple(Param(name=n, description=n, type=int, original=o, minimum=0)
+                   for n, o in (("sat", 10), ("fewer", 4), ("more", 5), ("sun_pie", 12)))
+    question = ("David is selling cupcakes and kiwi pie. On Friday, he sold 27 boxes of cupcakes and 5 fewer boxes of "
+                "kiwi pie than on Saturday. On Saturday, he sold 14 more boxes of cupcakes than on Friday and 23 "
+                "boxes of kiwi pie. How many boxes did David sell?")
+    assert aligned_values(template, params, question) == {"sat": "27", "fewer": "5", "more": "14", "sun_pie": "23"}
+    # only one of the two days shifted: Saturday now names both days
+    assert aligned_values(template, params, question.replace("than on Friday", "than on Saturday")) is None
+
+
+def test_a_month_states_its_days():
+    template = "Derrick makes {dozens} dozen doughnuts every day at ${price} each. How much does he make in June?"
+    params = (Param(name="dozens", description="dozens a day", type=int, original=10, minimum=0),
+              Param(name="price", description="price", type=float, original=2.0, minimum=0))
+    # September has June's 30 days: the same reasoning
+    assert aligned_values(template, params, template.format(dozens=15, price=3).replace("June", "September")) == {
+        "dozens": "15", "price": "3"}
+    # July has 31: the program's 30 days no longer hold
+    assert aligned_values(template, params, template.format(dozens=15, price=3).replace("June", "July")) is None
+
+
+def test_a_percent_written_as_a_factor_declines():
+    template = ("The price of carrots increases by {rise}% of the original price every year. What would be the "
+                "price of carrots after {years} years if it was ${price} initially?")
+    params = (Param(name="rise", description="yearly rise in percent", type=float, original=5.0, minimum=0),
+              Param(name="years", description="years", type=int, original=3, minimum=0),
+              Param(name="price", description="initial price", type=float, original=120.0, minimum=0))
+    percent = template.format(rise=7, years=4, price=150)
+    assert aligned_values(template, params, percent) == {"rise": "7", "years": "4", "price": "150"}
+    assert aligned_values(template, params, percent.replace("7%", "7 percent"))["rise"] == "7"
+    assert aligned_values(template, params, percent.replace("7%", "0.07 times")) is None  # not 0.07%
+
+
+CARS = ("Of the {total} available cars for rent, {auto} are automatic cars, {manual} are manual cars, and the "
+        "rest are semi-automatic. What percentage of the cars are semi-automatic?")
+CARS_PARAMS = tuple(Param(name=n, description=n, type=int, original=o, minimum=0)
+                    for n, o in (("total", 20), ("auto", 12), ("manual", 4)))
+
+
+@pytest.mark.parametrize("inserted, read", [
+    ("The shop opened in 1998.", True),  # a sentence beside the reasoning: the guard judges its number
+    ("Each rental is $500 per day.", True),
+    ("Additionally, there are 3 times as many vans as cars.", False),  # names an operation
+    ("The shop also has 5 vans.", False),
+    ("A customer returned 2 cars.", False),  # counts what the template counts
+    ("A customer returned 2 of them.", False),  # may count what the template counts
+    ("Why? The shop opened in 1998.", False),  # a question is no aside
+])
+def test_a_whole_sentence_inserted_beside_the_reasoning(inserted, read):
+    question = CARS.format(total=30, auto=15, manual=5).replace("semi-automatic. What", f"semi-automatic. {inserted} What")
+    values = aligned_values(CARS, CARS_PARAMS, question)
+    assert (values == {"total": "30", "auto": "15", "manual": "5"}) if read else values is None
+
+
+def test_a_number_inserted_into_a_sentence_or_the_final_question_declines():
+    question = CARS.format(total=30, auto=15, manual=5)
+    assert aligned_values(CARS, CARS_PARAMS, "The shop opened in 1998. " + question) is not None  # an aside first
+    assert aligned_values(CARS, CARS_PARAMS, question + " The shop opened in 1998.") is None  # after the final question
+    assert aligned_values(CARS, CARS_PARAMS, question.replace("for rent,", "for rent at $500 a day,")) is None
+    assert aligned_values(CARS, CARS_PARAMS, question.replace("What percentage", "Of 3 vans, what percentage")) is None
+
+
+def test_a_fraction_the_template_writes_as_two_slots_is_read_as_its_two_numbers():
+    template = "There are {total} votes. The winner got {num}/{den} of the votes. How many votes did the loser get?"
+    params = tuple(Param(name=n, description=n, type=int, original=o, minimum=1)
+                   for n, o in (("total", 100), ("num", 3), ("den", 4)))
+    question = "There are 80 ballots. The winner got 2/5 of the ballots. How many ballots did the loser get?"
+    assert aligned_values(template, params, question) == {"total": "80", "num": "2", "den": "5"}
+    assert aligned_values(template, params, question.replace("2/5", "0.4")) is None  # one number for two slots

@@ -1,0 +1,127 @@
+"""match_template: the IS2 fast path's exact literal-text match."""
+
+from __future__ import annotations
+
+import pytest
+
+from edge_runtime.read.template_match import match_template, template_pattern
+
+SHIP = "Ship {count} boxes by {mode}."
+GAS = (
+    "What is the pressure, in kPa, of {moles} mol of an ideal gas at {temperature} degrees "
+    "{temperature_unit} held in a {volume} {volume_unit} container?"
+)
+
+
+def test_exact_match_reads_the_slots():
+    assert match_template(SHIP, "Ship 12 boxes by sea.") == {"count": "12", "mode": "sea"}
+
+
+def test_slot_values_keep_their_own_text():
+    template = "Heat {amount} litres of water from {start} to {end} degrees {unit}."
+    found = match_template(template, "Heat a dozen litres of water from 1,200 to 3 1/2 degrees cubic fahrenheit.")
+    assert found == {"amount": "a dozen", "start": "1,200", "end": "3 1/2", "unit": "cubic fahrenheit"}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "ship 12 BOXES by Sea.",
+        "  Ship   12 boxes\nby\tsea.  ",
+        "SHIP 12 BOXES BY SEA.",
+        "Ship 12  boxes  by  sea.",
+    ],
+)
+def test_whitespace_and_case_insensitive(question):
+    found = match_template(SHIP, question)
+    assert found is not None
+    assert found["count"] == "12" and found["mode"].lower() == "sea"
+
+
+def test_template_whitespace_is_normalised_too():
+    assert match_template("Ship  {count}\n boxes by {mode}.", "Ship 3 boxes by air.") == {"count": "3", "mode": "air"}
+
+
+def test_slot_values_are_stripped_and_inner_whitespace_collapsed():
+    assert match_template(SHIP, "Ship 3 boxes by  cubic\n metres.") == {"count": "3", "mode": "cubic metres"}
+
+
+def test_repeated_slot_names_must_agree():
+    template = "{a} plus {a} is {b}"
+    assert match_template(template, "2 plus 2 is 4") == {"a": "2", "b": "4"}
+    assert match_template(template, "two plus TWO is four") == {"a": "two", "b": "four"}
+    assert match_template(template, "2 plus 3 is 4") is None
+
+
+@pytest.mark.parametrize(
+    ("template", "question", "expected"),
+    [
+        ("({x}, {y})", "(3, 4)", {"x": "3", "y": "4"}),
+        ("{x}?", "seven?", {"x": "seven"}),
+        ("Total: {amount}!", "Total: 1,200!", {"amount": "1,200"}),
+        ("\"{quote}\" said {who}.", "\"hello there\" said Ann.", {"quote": "hello there", "who": "Ann"}),
+        ("Price ${price}.", "Price $3.50.", {"price": "3.50"}),
+    ],
+)
+def test_slots_adjacent_to_punctuation(template, question, expected):
+    assert match_template(template, question) == expected
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Ship 12 crates by sea.",  # different literal text
+        "Please ship 12 boxes by sea.",  # extra words before
+        "Ship 12 boxes by sea. Thanks",  # extra words after
+        "Ship 12 boxes by sea!",  # punctuation is literal text
+        "Ship 12 boxesby sea.",  # a word boundary became nothing
+        "",
+    ],
+)
+def test_no_match_returns_none(question):
+    assert match_template(SHIP, question) is None
+
+
+def test_regex_metacharacters_in_the_template_are_literal():
+    template = "Is 2+2 = {x} (really)?"
+    assert match_template(template, "Is 2+2 = 4 (really)?") == {"x": "4"}
+    assert match_template(template, "Is 22 = 4 (really)?") is None
+    assert match_template("Ship {n} boxes.", "Ship 3 boxesX") is None  # '.' is not a wildcard
+
+
+@pytest.mark.parametrize(
+    ("template", "question"),
+    [
+        ("[{x}]", "[ ]"),
+        ("[{x}]", "[\t\n]"),
+        ("{x} and {y}", "  and y"),
+        ("A {x} B {y} C", "A 1 B   C"),
+    ],
+)
+def test_empty_slot_returns_none(template, question):
+    assert match_template(template, question) is None
+
+
+def test_pattern_is_cached():
+    assert template_pattern(SHIP) is template_pattern(SHIP)
+
+
+def test_slots_separated_by_a_space_split_at_a_space():
+    r"""A whitespace-only literal between two slots needs at least one space (it was r'\s*' before 6a4ba52,
+    which read the ideal-gas question's '10 litres' as volume '1', unit '0 litres')."""
+    assert match_template("{a} {b}", "12 34") == {"a": "12", "b": "34"}
+    assert match_template("{a} {b}", "1234") is None
+    found = match_template(GAS, "What is the pressure, in kPa, of 2 mol of an ideal gas at 25 degrees celsius "
+                                "held in a 10 litres container?")
+    assert found is not None and (found["volume"], found["volume_unit"]) == ("10", "litres")
+
+
+def test_choices_anchor_the_split_between_adjacent_slots():
+    units = {"volume_unit": ("litres", "millilitres", "cubic metres")}
+    question = "What is the pressure, in kPa, of 2 mol of an ideal gas at 25 degrees celsius held in a 3 1/2 cubic metres container?"
+    assert match_template(GAS, question)["volume"] == "3"  # without choices the first slot is the shortest
+    found = match_template(GAS, question, units)
+    assert (found["volume"], found["volume_unit"]) == ("3 1/2", "cubic metres")
+    assert match_template(GAS, question.replace("cubic metres", "Cubic  METRES"), units)["volume_unit"] == "Cubic METRES"
+    assert match_template(GAS, question.replace("cubic metres", "gallons"), units) is None
+    assert match_template("{n} {unit}", "5 litres", units | {"unit": ("litres",)}) == {"n": "5", "unit": "litres"}
