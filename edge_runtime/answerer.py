@@ -7,27 +7,26 @@ Every failure is a MISS with a reason, never a guess.
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import dataclass, field
-from decimal import Decimal
-from fractions import Fraction
 from typing import Any, Callable, Protocol, Sequence
 
-from edge_runtime.entries.context import NarrationStep
 from edge_runtime.answer.currency import in_question_currency
-from edge_runtime.read.disclaimers import counts_what_template_counts, set_aside_disclaimed
+from edge_runtime.answer.domain import answer_value as answer_value_of
+from edge_runtime.answer.domain import out_of_domain
+from edge_runtime.answer.result import Answer
+from edge_runtime.answer.verification import VerificationStatus
+from edge_runtime.entries.context import NarrationStep
+from edge_runtime.entries.metadata import EntryPoint
+from edge_runtime.entries.registry import Execution
 from edge_runtime.errors import (
     ArcError,
     DeadlineExceededError,
     ExtractionError,
     ResourceExhaustedError,
 )
+from edge_runtime.read.disclaimers import counts_what_template_counts, set_aside_disclaimed
 from edge_runtime.read.extractor import Extractor
-from edge_runtime.entries.metadata import EntryPoint
-from edge_runtime.entries.registry import Execution
 from edge_runtime.route.skeleton_index import SkeletonIndex
-from edge_runtime.answer.verification import VerificationStatus
 
 #: Runs compiled entry code: (bundle digest, entry id, module source, values, timeout seconds) -> Execution.
 Executor = Callable[[str, str, str, dict[str, Any], float | None], Execution]
@@ -43,46 +42,6 @@ class RouteCandidate(Protocol):
 
 class Router(Protocol):
     def route(self, query: str, k: int = 3) -> Sequence[RouteCandidate]: ...
-
-
-@dataclass
-class Answer:
-    """Everything IS4 returns, HIT or MISS."""
-
-    hit: bool
-    miss_reason: str = ""
-    miss_detail: str = ""
-    entry_id: str = ""
-    similarity: float = 0.0
-    parameters: dict[str, Any] = field(default_factory=dict)
-    result: dict[str, Any] = field(default_factory=dict)
-    answer: Any = None
-    narration: list[NarrationStep] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    path: str = ""
-    #: Of the entry that answered, as the bundle attests it (None on a miss).
-    verification: VerificationStatus | None = None
-
-
-def _number(value: Any) -> float | None:
-    """The answer as a float, or None when it is no number (text, a dict, a bool: nothing to judge)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, Decimal)):
-        return None
-    return float(value)
-
-
-def _whole(value: Any) -> bool:
-    """A whole number (or not a number at all: nothing to judge). NaN and infinities are not whole."""
-    number = _number(value)
-    if number is None:
-        return True
-    return math.isfinite(number) and abs(number - round(number)) <= 1e-9 * max(1.0, abs(number))
-
-
-def _at_least(value: Any, minimum: float) -> bool:
-    """Not below ``minimum`` (or not a number at all). NaN is below everything."""
-    number = _number(value)
-    return number is None or number >= minimum
 
 
 #: Misses a second reading cannot change: the bundle or the deadline, not the question's text.
@@ -316,16 +275,11 @@ class Answerer:
         t = time.perf_counter()
         entry = self.entries[eid]
         result = dict(execution.result)
-        answer_value = result.get(entry.answer_key) if entry.answer_key else None
+        answer_value = answer_value_of(entry, result)
         timings["is4_ms"] = (time.perf_counter() - t) * 1000
-        if entry.whole_answer and not _whole(answer_value):
-            return miss("answer_out_of_domain", f"the entry counts things, but its reasoning gives {answer_value!r} "
-                        "for these values (a rounding step it never needed)", entry_id=eid, similarity=sim,
-                        parameters=values, path=path)
-        if entry.answer_minimum is not None and not _at_least(answer_value, entry.answer_minimum):
-            return miss("answer_out_of_domain", f"the entry's answer is at least {entry.answer_minimum:g}, but its "
-                        f"reasoning gives {answer_value!r} for these values (they leave the case it was cached for)",
-                        entry_id=eid, similarity=sim, parameters=values, path=path)
+        outside = out_of_domain(entry, answer_value)
+        if outside is not None:
+            return miss("answer_out_of_domain", outside, entry_id=eid, similarity=sim, parameters=values, path=path)
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         return Answer(
             True,

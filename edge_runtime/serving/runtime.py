@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from edge_runtime.answerer import Answer, Answerer
+from edge_runtime.answer.result import Answer
+from edge_runtime.answerer import Answerer
 from edge_runtime.bundles.blob_store import BlobStore
 from edge_runtime.bundles.bundle_blobs import missing_blobs, resolve_files
 from edge_runtime.bundles.bundle import Bundle, peek_blob_names, read_bundle

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import tempfile
 from typing import Any, Callable, Iterator
@@ -11,7 +10,9 @@ from typing import Any, Callable, Iterator
 import grpc
 from google.protobuf.message import DecodeError
 
-from edge_runtime.answerer import Answer, Answerer
+from edge_runtime.answer.response import VERIFICATION, as_json, to_response
+from edge_runtime.answer.result import Answer
+from edge_runtime.answerer import Answerer
 from edge_runtime.bundles.blob_quota import BlobQuota
 from edge_runtime.errors import (
     ArcError,
@@ -24,23 +25,9 @@ from edge_runtime.errors import (
 )
 from edge_runtime.proto import edge_pb2 as pb
 from edge_runtime.serving.runtime import EdgeRuntime, RuntimeStateError
-from edge_runtime.answer.verification import VerificationStatus
 
 #: The server's log (configured by ``arc-edge serve``): one line per push, activation, rollback and refusal.
 log = logging.getLogger("arc.edge")
-
-_REASONS = {
-    "no_entry": pb.NO_ENTRY,
-    "below_threshold": pb.BELOW_THRESHOLD,
-    "extraction_failed": pb.EXTRACTION_FAILED,
-    "validation_failed": pb.VALIDATION_FAILED,
-    "execution_failed": pb.EXECUTION_FAILED,
-    "deadline_exceeded": pb.DEADLINE_EXCEEDED,
-    "resource_exhausted": pb.RESOURCE_EXHAUSTED,
-    "reasoning_changed": pb.REASONING_CHANGED,
-    "answer_out_of_domain": pb.ANSWER_OUT_OF_DOMAIN,
-    "unknown_entry": pb.UNKNOWN_ENTRY,
-}
 
 
 class BadRequest:
@@ -65,32 +52,6 @@ def request_parser(message_type: Any) -> Callable[[bytes], Any]:
 
 
 parse_invoke_request = request_parser(pb.InvokeRequest)
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def to_response(answerer: Answerer, answer: Answer) -> pb.InvokeResponse:
-    return pb.InvokeResponse(
-        outcome=pb.HIT if answer.hit else pb.MISS,
-        miss_reason=_REASONS.get(answer.miss_reason, pb.MISS_REASON_UNSPECIFIED) if not answer.hit else pb.MISS_REASON_UNSPECIFIED,
-        miss_detail=answer.miss_detail,
-        entry_id=answer.entry_id,
-        similarity=answer.similarity,
-        parameters_json=_json(answer.parameters) if answer.parameters else "",
-        result_json=_json(answer.result) if answer.hit else "",
-        answer_json=_json(answer.answer) if answer.hit and answer.answer is not None else "",
-        narration=[pb.NarrationStep(function=s.function, text=s.text) for s in answer.narration],
-        timings=pb.Timings(**{k: v for k, v in answer.timings.items() if k in ("is1_ms", "is2_ms", "is3_ms", "is4_ms", "total_ms")}),
-        serving_path=answer.path,
-        bundle_name=answerer.name,
-        bundle_version=answerer.version,
-        verification=_VERIFICATION[answer.verification] if answer.verification is not None else pb.VERIFICATION_UNSPECIFIED,
-    )
-
-
-_VERIFICATION = {VerificationStatus.VERIFIED: pb.ENTRY_VERIFIED, VerificationStatus.UNVERIFIED: pb.ENTRY_UNVERIFIED}
 
 
 class EdgeCacheServicer:
@@ -174,7 +135,7 @@ class EdgeCacheServicer:
         answerer = self._current(context)
         return pb.ListEntriesResponse(
             entries=[pb.EntrySummary(id=e.id, description=e.description, template=e.template,
-                                     verification=_VERIFICATION[answerer.verification_of(e.id)])
+                                     verification=VERIFICATION[answerer.verification_of(e.id)])
                      for e in answerer.entries.values()],
             bundle_name=answerer.name,
             bundle_version=answerer.version,
@@ -192,7 +153,7 @@ class EdgeCacheServicer:
             parameters=[
                 pb.ParameterDescription(
                     name=p.name, description=p.description, type=p.type_name, domain=p.domain_text(),
-                    original_json=_json(p.original), choices=[str(c) for c in p.choices or ()],
+                    original_json=as_json(p.original), choices=[str(c) for c in p.choices or ()],
                 )
                 for p in entry.params
             ],

@@ -215,7 +215,7 @@ def test_the_answerer_misses_with_reasoning_changed_before_running_the_entry(gua
 
 def test_reasoning_changed_is_a_miss_reason_of_the_contract():
     from edge_runtime.proto import edge_pb2 as pb
-    from edge_runtime.serving.service import _REASONS
+    from edge_runtime.answer.response import _REASONS
 
     assert _REASONS["reasoning_changed"] == pb.REASONING_CHANGED == 9
 
