@@ -13,5 +13,6 @@ One concept per module:
 - :mod:`builder.eval.speed`        — hit latency and throughput by concurrency
 - :mod:`builder.eval.runner`       — the whole run and the CLI entry point
 - :mod:`builder.eval.report`       — JSON and Markdown writers
+- :mod:`builder.eval.compare_records` — two runs' records row for row, timings aside (a no-change check)
 - :mod:`builder.eval.plots`        — PNG plots (matplotlib)
 """
