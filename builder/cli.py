@@ -99,7 +99,10 @@ def _main(argv: list[str] | None) -> int:
                      help="also verify against the reference's own worked solution, where its calculator "
                           "annotations (<<16-3-4=9>>) reach the gold answer")
     ent = sub.add_parser("entries", formatter_class=fmt, help="build cache entries from source-model transcripts (LLM builder: S, B, 2 judges)")
-    ent.add_argument("transcripts", type=Path, help="JSONL rows {question, transcript, answer}")
+    ent.add_argument("transcripts", type=Path, nargs="?", default=None, help="JSONL rows {question, transcript, answer}")
+    ent.add_argument("--from-heat", type=Path, default=None, metavar="HEAT.json",
+                     help="instead of transcripts: the top missed classes `arc-build heat --json` wrote (one question each)")
+    ent.add_argument("--top", type=int, default=5, help="with --from-heat: how many classes to build")
     ent.add_argument("--registry", type=Path, required=True, help="registry directory (entry modules, build_index.jsonl)")
     ent.add_argument("--base-url", default=None, help="Messages API base URL (key from ANTHROPIC_API_KEY)")
     ent.add_argument("--model-builder", default=None)
@@ -112,6 +115,31 @@ def _main(argv: list[str] | None) -> int:
     ent.add_argument("--round-trips", type=int, default=4, help="robustness tests per entry")
     ent.add_argument("--limit", type=int, default=None, help="only the first N transcripts")
     ent.add_argument("--json", action="store_true", help="print one JSON summary object on stdout")
+    tuf = sub.add_parser("tuf", formatter_class=fmt, help="the fleet's TUF repository (keys and signed metadata)")
+    tuf_sub = tuf.add_subparsers(dest="tuf_command", required=True)
+    tuf_init = tuf_sub.add_parser("init", formatter_class=fmt, help="make the four TUF role keys and version 1 metadata")
+    tuf_refresh = tuf_sub.add_parser("refresh", formatter_class=fmt, help="re-sign the timestamp (freshness) and push it")
+    tuf_refresh.add_argument("--to", required=True, metavar="REGISTRY/REPO")
+    for each in (tuf_init, tuf_refresh):
+        each.add_argument("--dir", type=Path, default=None, help="repository directory (default $ARC_TUF_DIR or ~/.config/arc/tuf)")
+        each.add_argument("--timestamp-expiry", type=float, default=None, help="days the timestamp stays valid (default 7)")
+    pub = sub.add_parser("publish", formatter_class=fmt, help="push a signed bundle and its blobs to an OCI registry, named in TUF")
+    pub.add_argument("bundle", type=Path)
+    pub.add_argument("--to", required=True, metavar="REGISTRY/REPO", help="e.g. 127.0.0.1:5000/arc/examples")
+    pub.add_argument("--tuf-dir", type=Path, default=None, help="TUF repository (default $ARC_TUF_DIR or ~/.config/arc/tuf)")
+    pub.add_argument("--blobs", type=Path, default=None, help="the bundle's out-of-line blobs (default: blobs/ beside it)")
+    pub.add_argument("--model", type=Path, default=None, help="target-model artefact dir (needed until the registry holds it)")
+    pub.add_argument("--timestamp-expiry", type=float, default=None, help="days the new timestamp stays valid (default 7)")
+    pub.add_argument("--json", action="store_true")
+    heat = sub.add_parser("heat", formatter_class=fmt, help="rank the classes of question devices missed (by routing embedding)")
+    heat.add_argument("misslogs", type=Path, nargs="*", help="miss-log JSONL files (a device's misses/*.jsonl or uploads)")
+    heat.add_argument("--from", dest="from_registry", default=None, metavar="REGISTRY/REPO",
+                      help="also download every misslog.* artefact devices uploaded there")
+    heat.add_argument("--bundle", type=Path, required=True, help="a bundle whose routing embedder clusters the questions")
+    heat.add_argument("--blobs", type=Path, default=None, help="its out-of-line blobs (default: blobs/ beside it)")
+    heat.add_argument("--similarity", type=float, default=0.8, help="cosine at which a question joins a class")
+    heat.add_argument("--top", type=int, default=20)
+    heat.add_argument("--json", type=Path, default=None, help="write the ranked classes here (input of entries --from-heat)")
     ev = sub.add_parser("eval", formatter_class=fmt, help="serve a bundle with a real edge server and compare ARC with other caches on query sets")
     ev.add_argument("--bundle", type=Path, required=True)
     ev.add_argument("--queries", type=Path, action="append", required=True, help="JSONL query set (repeatable)")
@@ -183,6 +211,10 @@ def _main(argv: list[str] | None) -> int:
             return 2
         print(path)
         return 0
+    if args.command in ("tuf", "publish", "heat"):
+        from builder.fleet.cli import run_fleet_command
+
+        return run_fleet_command(args)
     if args.command == "eval":
         from builder.eval.runner import cli_eval
 

@@ -98,6 +98,17 @@ def _main(argv: list[str] | None) -> int:
     serve.add_argument("--lm-max-prompt-tokens", type=int, default=512, help="cap on one entry model call's prompt")
     serve.add_argument("--lm-max-new-tokens", type=int, default=64, help="cap on one entry model call's generation")
     serve.add_argument("--lm-call-seconds", type=float, default=2.0, help="time budget of one entry model call")
+    # A fleet (docs/deployment.md): follow an OCI registry whose TUF metadata names the bundle to run.
+    serve.add_argument("--follow", default=None, metavar="REGISTRY/REPO",
+                       help="poll this registry repository for bundles named in its TUF metadata (needs --tuf-root)")
+    serve.add_argument("--tuf-root", type=Path, default=None, help="the fleet's TUF root.json (from arc-build tuf init)")
+    serve.add_argument("--poll-interval", type=float, default=60.0, help="seconds between polls of --follow")
+    serve.add_argument("--poll-jitter", type=float, default=0.2, help="each wait is the interval times 1 +- this")
+    serve.add_argument("--upload-misses", action="store_true",
+                       help="send rotated miss-log files to the followed repository (tags misslog.*)")
+    serve.add_argument("--share-questions", action="store_true",
+                       help="with --upload-misses, include the question text (default: its sha256, entry and reason)")
+    serve.add_argument("--device-id", default="", help="this device's name in miss-log tags (default: a host-name hash)")
 
     invoke = sub.add_parser("invoke", formatter_class=fmt, help="ask a running server one question",
                             epilog=f"exit status: 0 HIT, {EXIT_MISS} MISS, 2 error")
@@ -182,6 +193,7 @@ def _serve(args: argparse.Namespace) -> int:
         print("arc-edge: TLS needs both --tls-cert and --tls-key", file=sys.stderr)
         return 2
     tls = TlsFiles(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
+    follow = _follow_options(args)
     if options.upstream is not None:
         from edge_runtime.serving.upstream import AnthropicUpstream
 
@@ -203,8 +215,32 @@ def _serve(args: argparse.Namespace) -> int:
             setup.activate(f"{bundle.name}-{bundle.version}")
         setup.close()
     serve(options, address=listen_address(args.address, args.port), metrics_port=args.metrics_port,
-          admin_socket=args.admin_socket, admin_address=args.admin_address, tls=tls, reflection_on=args.reflection)
+          admin_socket=args.admin_socket, admin_address=args.admin_address, tls=tls, reflection_on=args.reflection,
+          follow=follow)
     return 0
+
+
+def _follow_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """``--follow`` and its flags as FollowOptions (None without --follow); refuses half a configuration."""
+    from edge_runtime.errors import ArcError
+
+    if args.follow is None:
+        if args.tuf_root is not None or args.upload_misses:
+            raise ArcError("--tuf-root and --upload-misses go with --follow REGISTRY/REPO")
+        return None
+    if args.tuf_root is None or not args.tuf_root.is_file():
+        raise ArcError(f"--follow needs --tuf-root ROOT.json, the fleet's root metadata (arc-build tuf init printed "
+                       f"its path){'' if args.tuf_root is None else f'; {args.tuf_root} does not exist'}")
+    from edge_runtime.fleet.follower import FollowOptions
+    from edge_runtime.fleet.media import Reference
+
+    try:
+        Reference.parse(args.follow)
+    except ValueError as exc:
+        raise ArcError(f"--follow: {exc}") from None
+    return FollowOptions(args.follow, args.tuf_root, interval_s=args.poll_interval, jitter=args.poll_jitter,
+                         upload_misses=args.upload_misses, share_questions=args.share_questions,
+                         device_id=args.device_id)
 
 
 def _missing_blobs_message(bundle: object, missing: list[str], model_dir: Path | None) -> str:

@@ -363,9 +363,19 @@ def cli_entries(args: Any) -> int:
     from builder.llm.client import ClientConfig
     from builder.llm.report import entries_table, summary_table
 
-    if not Path(args.transcripts).exists():
-        print(f"arc-build: {args.transcripts} does not exist", file=sys.stderr)
+    if getattr(args, "from_heat", None) is not None:
+        from builder.fleet.heat import heat_rows
+
+        if args.transcripts is not None or not Path(args.from_heat).is_file():
+            print(f"arc-build: --from-heat takes the place of TRANSCRIPTS and needs an existing file "
+                  f"(arc-build heat --json HEAT.json wrote it): {args.from_heat}", file=sys.stderr)
+            return 2
+        rows = heat_rows(json.loads(Path(args.from_heat).read_text(encoding="utf-8"))["classes"], args.top)
+    elif args.transcripts is None or not Path(args.transcripts).exists():
+        print(f"arc-build: {args.transcripts or 'TRANSCRIPTS'} does not exist (or pass --from-heat HEAT.json)", file=sys.stderr)
         return 2
+    else:
+        rows = read_transcripts(args.transcripts)
     config = ClientConfig(base_url=args.base_url, record=args.record, replay=args.replay)
     if args.model_builder:
         config.builder_model = args.model_builder
@@ -376,7 +386,7 @@ def cli_entries(args: Any) -> int:
     options = BuildOptions(max_tries=args.max_tries, round_trips=args.round_trips)
     client = LLMClient(config)
     try:
-        summary = build_entries(read_transcripts(args.transcripts)[: args.limit], args.registry, client,
+        summary = build_entries(rows[: args.limit], args.registry, client,
                                 options=options, progress=not args.json)
     except FatalLLMError as exc:
         print(f"arc-build: {exc}", file=sys.stderr)

@@ -128,6 +128,18 @@ class BlobStore:
 
         return self._commit(copy, None, expected_sha256, digest)
 
+    def put_chunks(self, chunks: Iterable[bytes], expected_sha256: str) -> str:
+        """Store a stream (a registry download) without holding it in memory; kept only if it hashes to
+        ``expected_sha256``. An exception from ``chunks`` (a dropped connection) leaves nothing behind."""
+        digest = hashlib.sha256()
+
+        def copy(out: Any) -> None:
+            for block in chunks:
+                digest.update(block)
+                out.write(block)
+
+        return self._commit(copy, None, expected_sha256, digest)
+
     def _commit(self, write: Any, sha: str | None, expected: str | None, digest: Any = None) -> str:
         """Write to tmp/, fsync, check the hash, then rename into blobs/ (atomic on one filesystem)."""
         if expected is not None:

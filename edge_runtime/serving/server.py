@@ -172,6 +172,7 @@ class EdgeServer:
         self.admin_port = admin_port
         self._metrics_http: Any = None
         self._watch = threading.Event()
+        self.follower: Any = None  # edge_runtime/fleet/follower.py, with --follow
 
     def update_health(self) -> None:
         status = health_pb2.HealthCheckResponse.SERVING if self.runtime.current() else health_pb2.HealthCheckResponse.NOT_SERVING
@@ -179,6 +180,8 @@ class EdgeServer:
 
     def stop(self, grace: float | None = 2.0) -> None:
         self._watch.set()
+        if self.follower is not None:
+            self.follower.stop()
         self.health.enter_graceful_shutdown()
         query_done = self.server.stop(grace)
         self.admin_server.stop(grace).wait()
@@ -261,16 +264,18 @@ def _bind_admin_socket(server: grpc.Server, path: Path) -> Path:
 def create_server(
     options: RuntimeOptions, *, address: str = "127.0.0.1:0", admin_socket: Path | None = None,
     admin_address: str | None = None, tls: TlsFiles | None = None, reflection_on: bool = False,
-    max_workers: int = 32, metrics_port: int | None = None,
+    max_workers: int = 32, metrics_port: int | None = None, follow: Any = None,
 ) -> EdgeServer:
     """Build (and start) a server: queries on ``address`` (port 0 picks a free port, see ``.port``),
     administration on ``admin_socket`` (default ``<data_dir>/admin.sock``) or, with ``admin_address``,
-    on TCP with mutual TLS (``tls`` with a client CA). With ``tls`` the query listener speaks TLS too."""
+    on TCP with mutual TLS (``tls`` with a client CA). With ``tls`` the query listener speaks TLS too.
+    ``follow`` (a ``FollowOptions``) starts a follower that pulls bundles from a registry (edge_runtime/fleet)."""
     if admin_address is not None and (tls is None or tls.client_ca is None):
         raise ServerBindError("a TCP admin listener (--admin-address) needs --tls-cert, --tls-key and --client-ca")
     runtime = EdgeRuntime(options)
     try:
-        return _start(runtime, options, address, admin_socket, admin_address, tls, reflection_on, max_workers, metrics_port)
+        return _start(runtime, options, address, admin_socket, admin_address, tls, reflection_on, max_workers, metrics_port,
+                      follow)
     except BaseException:
         runtime.close()
         raise
@@ -278,7 +283,7 @@ def create_server(
 
 def _start(
     runtime: EdgeRuntime, options: RuntimeOptions, address: str, admin_socket: Path | None, admin_address: str | None,
-    tls: TlsFiles | None, reflection_on: bool, max_workers: int, metrics_port: int | None,
+    tls: TlsFiles | None, reflection_on: bool, max_workers: int, metrics_port: int | None, follow: Any = None,
 ) -> EdgeServer:
     quota = BlobQuota(options.max_blob_bytes, options.max_blob_store_bytes, runtime.blobs.used_bytes)
     server = grpc.server(
@@ -314,25 +319,34 @@ def _start(
                 last = now
 
     threading.Thread(target=follow_health, name="arc-health", daemon=True).start()
+    if follow is not None:
+        from edge_runtime.fleet.follower import Follower
+
+        follow_service = f"{pb.DESCRIPTOR.package}.Follow"
+        edge.follower = Follower(runtime, follow, on_status=lambda ok: health_servicer.set(
+            follow_service, health_pb2.HealthCheckResponse.SERVING if ok else health_pb2.HealthCheckResponse.NOT_SERVING))
     if metrics_port is not None:
         from edge_runtime.serving.metrics import serve_metrics
 
-        edge._metrics_http = serve_metrics(runtime.metrics, metrics_port)
+        edge._metrics_http = serve_metrics(runtime.metrics, metrics_port,
+                                           health=edge.follower.health if edge.follower is not None else None)
     admin.start()
     server.start()
+    if edge.follower is not None:
+        edge.follower.start()
     return edge
 
 
 def serve(
     options: RuntimeOptions, *, address: str, admin_socket: Path | None = None, admin_address: str | None = None,
-    tls: TlsFiles | None = None, reflection_on: bool = False, metrics_port: int | None = None,
+    tls: TlsFiles | None = None, reflection_on: bool = False, metrics_port: int | None = None, follow: Any = None,
 ) -> None:
     """Run until SIGINT/SIGTERM."""
     from edge_runtime.model.malloc_tuning import tune_malloc
 
     tune_malloc()  # process-wide, so here rather than in create_server (tests embed servers)
     edge = create_server(options, address=address, admin_socket=admin_socket, admin_address=admin_address, tls=tls,
-                         reflection_on=reflection_on, metrics_port=metrics_port)
+                         reflection_on=reflection_on, metrics_port=metrics_port, follow=follow)
     shown = address if address.startswith("unix") else address.rsplit(":", 1)[0] + f":{edge.port}"
     admin_shown = f"{edge.admin_socket} (unix, 0660)" if edge.admin_socket else f"{admin_address} (mutual TLS)"
     log.info("arc-edge serving queries on %s%s, admin on %s (bundle: %s)", shown, " (TLS)" if tls else "",
