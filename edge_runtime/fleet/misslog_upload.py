@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from edge_runtime.fleet import media
-from edge_runtime.fleet.registry import RegistryClient
+from edge_runtime.fleet.registry import RegistryClient, RegistryNotFound
 
 KEPT = ("ts", "reason", "entry_id", "similarity", "bundle")
 
@@ -84,6 +84,9 @@ def download_misslogs(client: RegistryClient, out_dir: Path, max_bytes: int = 64
     written = []
     for tag in sorted(t for t in client.tags() if t.startswith("misslog.")):
         path = out_dir / f"{tag}.jsonl"
-        path.write_bytes(client.get_file_artefact(tag, media.MISSLOG, max_bytes))
+        try:
+            path.write_bytes(client.get_file_artefact(tag, media.MISSLOG, max_bytes))
+        except RegistryNotFound:  # listed, but its upload never finished (the device sends it again)
+            continue
         written.append(path)
     return written

@@ -78,6 +78,9 @@ class RuntimeOptions:
     max_blob_bytes: int = 2 << 30  # one pushed blob (a target-model file)
     max_blob_store_bytes: int = 8 << 30  # everything in the blob store together
     lm_limits: LMLimits = field(default_factory=LMLimits)  # caps on each entry model call (edge_runtime/model/lm_limits.py)
+    #: target-model engines by artefact digest, shared by runtimes in one process (benchmarks/fleet.py's lightweight
+    #: devices); None: this runtime's own
+    engine_cache: dict[str, Any] | None = None
 
 
 class EdgeRuntime:
@@ -96,7 +99,7 @@ class EdgeRuntime:
         self._lock = threading.RLock()
         self._active: Answerer | None = None
         self._previous_id = ""
-        self._engines: dict[str, LMEngine] = {}
+        self._engines: dict[str, LMEngine] = options.engine_cache if options.engine_cache is not None else {}
         self._pool: Any = None
         self.stats: dict[str, Any] = {"invocations": 0, "hits": 0, "misses": 0, "invalid_requests": 0,
                                       "misses_by_reason": {}, "hits_by_path": {}}
