@@ -68,12 +68,14 @@ class LocalRegistry:
         self.storage.mkdir(parents=True, exist_ok=True)
         config = self.storage.parent / f"registry-{self.port}.yml"
         config.write_text(CONFIG.format(storage=self.storage, port=self.port))
-        self.process = subprocess.Popen([str(self.binary), "serve", str(config)], stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE)
+        # its log goes to a file: a pipe nobody reads fills up (every 404 of a poll is logged) and blocks the registry
+        self.log_path = self.storage.parent / f"registry-{self.port}.log"
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen([str(self.binary), "serve", str(config)], stdout=log, stderr=log)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"docker-registry exited: {self.process.stderr.read().decode()[-500:]}")
+                raise RuntimeError(f"docker-registry exited: {self.log_path.read_text(errors='replace')[-500:]}")
             try:
                 urllib.request.urlopen(f"http://{self.address}/v2/", timeout=1).close()
                 return self
