@@ -108,8 +108,8 @@ def test_publish_follow_update_replay_and_registry_down(fleet, tmp_path):
             time.sleep(0.3)
             second = publish(bundles["2"], ref, tuf)
             assert second.layers_uploaded == ["examples-2.arcb"]  # the routing blobs are in the registry already
-            switch = wait_for(lambda: all(d.runtime.active_id == "examples-2" for d in devices), 2 * INTERVAL * 1.2 + 2,
-                              "both devices on v2")
+            # two intervals is the benchmark's goal (benchmarks/fleet.py); here only a bound a busy host keeps
+            switch = wait_for(lambda: all(d.runtime.active_id == "examples-2" for d in devices), 20, "both devices on v2")
             time.sleep(0.3)
         finally:
             stop.set()
@@ -145,7 +145,7 @@ def test_publish_follow_update_replay_and_registry_down(fleet, tmp_path):
 
             d.runtime.stage_bundle = stage_then_stop
         publish(bundles["3"], ref, tuf, blob_dir=bundles["3"].parent / "blobs")
-        wait_for(lambda: all(d.follower.status["error_reason"] == "registry_unreachable" for d in devices), 10,
+        wait_for(lambda: all(d.follower.status["error_reason"] == "registry_unreachable" for d in devices), 20,
                  "both devices to see the registry down")
         for d in devices:
             d.runtime.stage_bundle = d.runtime.stage_bundle.__defaults__[0]
@@ -154,7 +154,7 @@ def test_publish_follow_update_replay_and_registry_down(fleet, tmp_path):
                 assert decode(query.invoke(GAS))["outcome"] == "HIT"
         registry.start()
         wait_for(lambda: all(d.runtime.active_id == "examples-3" and d.follower.status["error_reason"] == ""
-                             for d in devices), 10, "both devices on v3, their errors cleared")
+                             for d in devices), 20, "both devices on v3, their errors cleared")
 
         # ---- miss logs back: hashes only unless the device shares questions --------------------------
         for d in devices:

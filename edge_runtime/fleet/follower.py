@@ -96,6 +96,7 @@ class Follower:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._polling = threading.Lock()  # one poll at a time (the loop, or a caller of poll_once)
         self.status: dict[str, Any] = {
             "following": str(self.client.ref), "last_ok": None, "last_error": "", "error_reason": "",
             "polls": 0, "failed_polls": 0, "latest_published": "", "bytes_pulled": 0, "last_activation": "",
@@ -144,6 +145,10 @@ class Follower:
     # ---- one poll ------------------------------------------------------------
     def poll_once(self) -> str:
         """Bring the device up to date; returns what happened. Never raises: failures are reported."""
+        with self._polling:
+            return self._poll_reported()
+
+    def _poll_reported(self) -> str:
         received = self.client.received
         try:
             outcome = self._poll()
@@ -180,8 +185,8 @@ class Follower:
             raise DowngradeError(f"TUF names {bundle_id}, below {highest.text}, the highest {name} this device has "
                                  f"activated; refused without downloading it")
         info = updater.get_targetinfo(path)
-        manifest_bytes, _ = self.client.get_manifest(check := media.check_digest(str(arc["manifest_digest"])),
-                                                     expected_digest=check)
+        manifest_digest = media.check_digest(str(arc["manifest_digest"]))
+        manifest_bytes, _ = self.client.get_manifest(manifest_digest, expected_digest=manifest_digest)
         info.verify_length_and_hashes(manifest_bytes)  # what TUF signed is exactly this manifest
         manifest = json.loads(manifest_bytes)
         layers = manifest.get("layers") or []
