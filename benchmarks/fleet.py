@@ -46,12 +46,12 @@ from builder.fleet.local_registry import LocalRegistry  # noqa: E402
 from builder.fleet.publish import publish, push_metadata  # noqa: E402
 from builder.fleet.tuf_repo import TufRepository  # noqa: E402
 from builder.keys import generate_keypair, load_public_key  # noqa: E402
-from edge_runtime.blob_store import list_artefact_files  # noqa: E402
+from edge_runtime.bundles.blob_store import list_artefact_files  # noqa: E402
 from edge_runtime.fleet import media  # noqa: E402
 from edge_runtime.fleet.follower import Follower, FollowOptions  # noqa: E402
 from edge_runtime.fleet.misslog_upload import download_misslogs  # noqa: E402
 from edge_runtime.fleet.registry import RegistryClient  # noqa: E402
-from edge_runtime.runtime import EdgeRuntime, RuntimeOptions  # noqa: E402
+from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions  # noqa: E402
 
 EXAMPLES = REPO / "bundles" / "examples"
 FIXTURE = REPO / "tests" / "builder" / "fixtures" / "llm_build.json"
@@ -75,13 +75,13 @@ class Device:
         self.name, self.runtime, self.follower, self.server = name, runtime, follower, server
         self.client = None
         if server is not None:
-            from edge_runtime.client import EdgeClient
+            from edge_runtime.serving.client import EdgeClient
 
             self.client = EdgeClient(f"127.0.0.1:{server.port}", timeout_s=30)
 
     def answer(self, question: str) -> tuple[bool, str]:
         if self.client is not None:
-            from edge_runtime.client import decode
+            from edge_runtime.serving.client import decode
 
             data = decode(self.client.invoke(question))
             return data["outcome"] == "HIT", data["bundle"]
@@ -130,7 +130,7 @@ def start_devices(args: argparse.Namespace, work: Path, ref: str, root_json: Pat
         follow = FollowOptions(ref, root_json, interval_s=args.interval, jitter=0.2, timeout_s=30,
                                upload_misses=full, share_questions=full, device_id=f"d{i:02d}")
         if full:
-            from edge_runtime.server import create_server
+            from edge_runtime.serving.server import create_server
 
             server = create_server(options, address="127.0.0.1:0", follow=follow)
             devices.append(Device(f"d{i:02d}", server.runtime, server.follower, server))

@@ -22,13 +22,13 @@ import pytest
 from builder.fleet.local_registry import LocalRegistry, registry_binary
 from builder.fleet.publish import publish, push_metadata
 from builder.fleet.tuf_repo import TufRepository
-from edge_runtime.client import EdgeClient, decode
+from edge_runtime.serving.client import EdgeClient, decode
 from edge_runtime.fleet import media
 from edge_runtime.fleet.follower import FollowOptions
 from edge_runtime.fleet.misslog_upload import download_misslogs
 from edge_runtime.fleet.registry import RegistryClient
-from edge_runtime.runtime import RuntimeOptions
-from edge_runtime.server import create_server
+from edge_runtime.serving.runtime import RuntimeOptions
+from edge_runtime.serving.server import create_server
 from edge_server_fixtures import EXAMPLES, example_bundle, make_keys, random_static_embedder
 
 pytestmark = pytest.mark.skipif(registry_binary() is None, reason="docker-registry missing: run make setup")
@@ -184,7 +184,7 @@ def test_expired_metadata_is_refused_with_its_reason(fleet, tmp_path):
     time.sleep(2.0)
     options = RuntimeOptions(data_dir=tmp_path / "dev", trusted_keys=[fleet["public"]], use_worker_pool=False)
     from edge_runtime.fleet.follower import Follower
-    from edge_runtime.runtime import EdgeRuntime
+    from edge_runtime.serving.runtime import EdgeRuntime
 
     runtime = EdgeRuntime(options)
     try:

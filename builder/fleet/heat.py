@@ -60,13 +60,13 @@ def read_misslogs(paths: Iterable[Path]) -> list[dict[str, Any]]:
 
 def embedder_from_bundle(bundle_path: Path, blob_dir: Path | None = None) -> Any:
     """The static routing embedder a bundle ships (its out-of-line table and tokenizer from ``blob_dir``)."""
-    from edge_runtime.bundle import BLOBS_DIR, read_bundle
-    from edge_runtime.bundle_routing import EMBEDDER_TABLE, EMBEDDER_TOKENIZER
+    from edge_runtime.bundles.bundle import BLOBS_DIR, read_bundle
+    from edge_runtime.route.bundle_routing import EMBEDDER_TABLE, EMBEDDER_TOKENIZER
     import io
 
     from tokenizers import Tokenizer
 
-    from edge_runtime.static_embedder import StaticEmbedder
+    from edge_runtime.route.static_embedder import StaticEmbedder
 
     bundle = read_bundle(Path(bundle_path), trusted_keys=[], allow_unsigned=True)
     blob_dir = Path(blob_dir) if blob_dir else Path(bundle_path).parent / BLOBS_DIR

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.fleet.tuf_repo import TufRepository
-from edge_runtime.bundle import BLOBS_DIR, read_bundle
+from edge_runtime.bundles.bundle import BLOBS_DIR, read_bundle
 from edge_runtime.errors import BundleError
 from edge_runtime.fleet import media
 from edge_runtime.fleet.registry import RegistryClient, canonical_json

@@ -39,7 +39,7 @@ from edge_runtime.errors import ArcError, BundleError, DowngradeError
 from edge_runtime.fleet import media
 from edge_runtime.fleet.registry import RegistryClient, RegistryError, RegistryIntegrityError
 from edge_runtime.fleet.tuf_fetcher import BASE_URL, RegistryFetcher
-from edge_runtime.versions import BundleVersion
+from edge_runtime.bundles.versions import BundleVersion
 
 log = logging.getLogger("arc.edge.follow")
 

@@ -14,7 +14,7 @@ import pytest
 from builder.cli import main as arc_build
 from builder.fleet.heat import embedder_from_bundle, heat_rows, rank, read_misslogs
 from builder.llm.stub_server import StubMessagesServer
-from edge_runtime.runtime import EdgeRuntime, RuntimeOptions
+from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions
 from edge_server_fixtures import EXAMPLES, example_bundle, make_keys, random_static_embedder
 from test_llm_builder import load_fixture
 

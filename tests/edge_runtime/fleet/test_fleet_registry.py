@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from edge_runtime.blob_store import BlobStore
+from edge_runtime.bundles.blob_store import BlobStore
 from edge_runtime.fleet.media import Reference, tuf_tag
 from edge_runtime.fleet.registry import RegistryClient, RegistryIntegrityError
 
