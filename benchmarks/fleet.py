@@ -331,9 +331,12 @@ def main() -> None:
     args.model = args.model.resolve() if args.model else None
     with tempfile.TemporaryDirectory(prefix="arc-fleet-") as tmp:
         figures = measure(args, Path(tmp))
-    if args.json:
+    extra = figures.pop("extra", {})
+    if args.json:  # exactly the keys; the rest (requests during the switch, mean bytes, ...) on stderr
         print(json.dumps(figures))
+        print(json.dumps(extra), file=sys.stderr)
         return
+    figures.update(extra)
     for key, value in figures.items():
         print(f"{key:<28} {value}")
 
