@@ -3,7 +3,7 @@
 Misses are clustered by the bundle's own routing embedding (the static table and tokenizer a device
 routes with: numpy and tokenizers, no torch), so a class is "questions the router would see as one",
 whatever their numbers and names. Greedy leader clustering over distinct questions, most frequent
-first: a question joins the first class whose leader is at least ``similarity`` (cosine) away, else it
+first: a question joins the first class whose leader's cosine to it is at least ``similarity``, else it
 leads a new one. Classes are ranked by how many misses they hold; each names its examples, the miss
 reasons, and the entry the router came closest to. Records uploaded without question text (the default
 device policy) cannot be embedded: they are grouped by (nearest entry, reason) and counted by hash.

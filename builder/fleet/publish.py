@@ -40,7 +40,8 @@ def _layer(media_type: str, sha256: str, size: int, title: str) -> dict[str, Any
     return {"mediaType": media_type, "digest": f"sha256:{sha256}", "size": int(size), "annotations": {media.TITLE: title}}
 
 
-def bundle_manifest(bundle_path: Path, blob_dir: Path | None, model_dir: Path | None) -> tuple[Any, list[tuple[dict, Path]]]:
+def bundle_manifest(bundle_path: Path, blob_dir: Path | None,
+                    model_dir: Path | None) -> tuple[Any, list[tuple[dict, Path | None]]]:
     """The bundle (checked: signed by its own key) and each layer with the local file that holds its bytes."""
     data = Path(bundle_path).read_bytes()
     bundle = read_bundle(data, trusted_keys=[], allow_unsigned=True)
@@ -48,7 +49,7 @@ def bundle_manifest(bundle_path: Path, blob_dir: Path | None, model_dir: Path | 
         raise BundleError(f"{bundle_path} is unsigned; devices refuse unsigned bundles, so it is not published")
     import hashlib
 
-    layers: list[tuple[dict, Path]] = [(_layer(media.BUNDLE, hashlib.sha256(data).hexdigest(), len(data),
+    layers: list[tuple[dict, Path | None]] = [(_layer(media.BUNDLE, hashlib.sha256(data).hexdigest(), len(data),
                                                Path(bundle_path).name), Path(bundle_path))]
     blob_dir = Path(blob_dir) if blob_dir else Path(bundle_path).parent / BLOBS_DIR
     for path, ref in sorted(bundle.blobs.items()):
@@ -56,8 +57,7 @@ def bundle_manifest(bundle_path: Path, blob_dir: Path | None, model_dir: Path | 
     target = bundle.target_model or {}
     for item in target.get("files", []):
         source = Path(model_dir) / item["path"] if model_dir else None
-        layers.append((_layer(media.MODEL_BLOB, item["sha256"], item["size"], f"target-model/{item['path']}"),
-                       source if source else Path("/nonexistent")))
+        layers.append((_layer(media.MODEL_BLOB, item["sha256"], item["size"], f"target-model/{item['path']}"), source))
     return bundle, layers
 
 
@@ -74,7 +74,7 @@ def publish(bundle_path: Path, reference: str, tuf: TufRepository, *, blob_dir: 
         if client.has_blob(layer["digest"]):
             result.layers_present.append(layer["annotations"][media.TITLE])
             continue
-        if not source.is_file():
+        if source is None or not source.is_file():
             hint = "--model DIR (the artefact it was built with)" if layer["mediaType"] == media.MODEL_BLOB else \
                 "--blobs DIR (the blobs/ directory arc-build bundle wrote)"
             raise BundleError(f"the registry lacks {layer['annotations'][media.TITLE]} ({layer['digest']}) and no "
