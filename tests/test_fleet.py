@@ -81,9 +81,10 @@ def test_publish_follow_update_replay_and_registry_down(fleet, tmp_path):
     devices = [device(tmp_path, fleet, "a", upload_misses=True), device(tmp_path, fleet, "b", upload_misses=True,
                                                                           share_questions=True)]
     try:
-        wait_for(lambda: all(d.runtime.active_id == "examples-1" for d in devices), 20, "both devices on v1")
+        # bytes_pulled is counted when a poll ends, just after its activation: wait for both
+        wait_for(lambda: all(d.runtime.active_id == "examples-1" and d.follower.status["bytes_pulled"]
+                             > first.sizes["blob_bytes"] for d in devices), 20, "both devices on v1, blobs pulled")
         pulled_v1 = [d.follower.status["bytes_pulled"] for d in devices]
-        assert all(p > first.sizes["blob_bytes"] for p in pulled_v1)  # they fetched the routing blobs
 
         # ---- a code-only v2 under load ------------------------------------------------------------
         failures, seen, stop, lock = [], set(), threading.Event(), threading.Lock()
@@ -117,8 +118,10 @@ def test_publish_follow_update_replay_and_registry_down(fleet, tmp_path):
                 t.join(30)
         assert failures == []
         assert {(d.port, b) for d in devices for b in ("examples-1", "examples-2")} <= seen
-        pulled_v2 = [d.follower.status["bytes_pulled"] - p for d, p in zip(devices, pulled_v1)]
         bundle_bytes = bundles["2"].stat().st_size
+        wait_for(lambda: all(d.follower.status["bytes_pulled"] - p > bundle_bytes for d, p in zip(devices, pulled_v1)),
+                 10, "the v2 polls counted")
+        pulled_v2 = [d.follower.status["bytes_pulled"] - p for d, p in zip(devices, pulled_v1)]
         # the bundle file, its manifest and the TUF metadata of every poll since: kilobytes, not the 2.7 MB of blobs
         assert all(p < bundle_bytes + 150_000 for p in pulled_v2), (pulled_v2, bundle_bytes, switch)
 
