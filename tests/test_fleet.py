@@ -222,3 +222,27 @@ def test_health_json_and_follow_health_service(fleet, tmp_path):
         assert status.status == health_pb2.HealthCheckResponse.NOT_SERVING
     finally:
         edge.stop(0)
+
+
+def test_the_commands_publish_and_refuse_half_a_follow_configuration(fleet, tmp_path, capsys):
+    """``arc-build tuf init`` and ``arc-build publish`` as typed; ``arc-edge serve --follow`` without a root."""
+    from builder.cli import main as arc_build
+    from edge_runtime.cli import main as arc_edge
+
+    registry = fleet["registry"]
+    registry.process or registry.start()
+    ref = f"{registry.address}/arc/cli"
+    assert arc_build(["tuf", "init", "--dir", str(tmp_path / "tuf")]) == 0
+    assert "root.json" in capsys.readouterr().out
+    assert arc_build(["tuf", "init", "--dir", str(tmp_path / "tuf")]) == 2  # a root is never replaced
+    assert "refusing to replace" in capsys.readouterr().err
+    assert arc_build(["publish", str(fleet["bundles"]["1"]), "--to", ref, "--tuf-dir", str(tmp_path / "tuf"),
+                      "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["bundle"] == "examples-1" and summary["targets_version"] == 2 and len(summary["layers_uploaded"]) == 3
+    assert arc_build(["publish", str(fleet["bundles"]["1"]), "--to", ref, "--tuf-dir", str(tmp_path / "tuf"),
+                      "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["layers_uploaded"] == []  # nothing uploaded twice
+    assert arc_edge(["serve", "--follow", ref, "--data-dir", str(tmp_path / "dev")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--follow needs --tuf-root ROOT.json" in err[0]
