@@ -220,7 +220,7 @@ def _main(argv: list[str] | None) -> int:
 
         return cli_eval(args)
     if args.command == "import-pot":
-        from builder.pot_importer import cli_import_pot
+        from builder.pot_import.batch import cli_import_pot
 
         return cli_import_pot(args)
     if args.command == "entries":

@@ -1,6 +1,6 @@
 """GSM8K and GSM-Hard (PAL) data: loading, the question join, gold answers, numbers in question text.
 
-Nothing here executes a program; :mod:`builder.pot_importer` does that. The data files stay in
+Nothing here executes a program; :mod:`builder.pot_import` does that. The data files stay in
 ``/work/shared/data`` (see its README): this module only reads them.
 
 - :func:`normalise_question` is the join key: lowercase, punctuation stripped, whitespace collapsed.

@@ -5,7 +5,7 @@ parameter's domain), its compiled program's answers equal an independent solutio
 variant. For an imported Program-of-Thought entry the independent solution is a second program
 written by someone else for the same question (:mod:`builder.independent`), bound to the question's
 numbers the way the entry's own program is: both programs' literals are mapped to the question's
-mentions by :func:`builder.pot_importer.plan_parameters`, so a variant's value for a mention goes
+mentions by :func:`builder.pot_import.planner.plan_parameters`, so a variant's value for a mention goes
 to whichever literal each program reads it from.
 
 A disagreement names the parameters involved (varying one at a time): the importer keeps them
@@ -23,15 +23,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from builder.gsm8k import is_close
 from builder.independent import WORKED_SOLUTION, IndependentProgram
-from builder.pot_importer import (
-    PalProgram,
-    ParamPlan,
-    Plan,
-    Rejected,
-    RunTimeout,
-    draw_values,
-    plan_parameters,
-)
+from builder.pot_import.plan import ParamPlan, Plan, draw_values
+from builder.pot_import.planner import plan_parameters
+from builder.pot_import.program import PalProgram, RunTimeout
+from builder.pot_import.transcripts import Rejected
 from builder.verification import Verification
 from edge_runtime.answer.verification import VerificationStatus
 

@@ -15,7 +15,7 @@ A fatal validation result (the candidate is wrong on its own transcript, or unsa
 at once: no reflection turns a wrong program into a right one.
 
 Groups of one. GSM8K has one transcript per class (one PAL program per test question), so the
-importer (:mod:`builder.pot_importer`) uses groups with ``nu = 1``: the single transcript is the
+importer (:mod:`builder.pot_import`) uses groups with ``nu = 1``: the single transcript is the
 generation set, and the validation set is synthetic — the original question plus N re-parameterised
 variants checked against the transcript's own program (a differential oracle). A retry there is not
 an LLM call: the failure summary names the parameters that broke the round trip and the generator

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from builder.eval.gsm_bundle import DATA
+from builder.eval.gsm_data import DATA
 
 #: The split's salt: "guard-split-5" halves GSM-Symbolic's 30 seeds 15 / 15 and GSM-Plus's 100 51 / 49.
 SPLIT_SALT = "guard-split-5"

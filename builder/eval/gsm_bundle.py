@@ -20,47 +20,18 @@ the default target model, and writes the derived query sets (builder.eval.sets).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from builder.eval.gsm_data import DEV_SETS, GSM8K_TEST, INDEPENDENT, PAL_GSMHARD
 from builder.eval.querysets import gsm8k_entry_id
+from builder.eval.sets import write_sets
+from builder.eval.split import Split
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-GSM8K_TEST = DATA / "gsm8k" / "gsm8k_test.jsonl"
-PAL_GSMHARD = DATA / "gsm8k" / "pal_gsmhard_v2.jsonl"
-#: Independently written programs for the same questions: an entry is verified only where one agrees.
-INDEPENDENT = (DATA / "gsm8k" / "pot_codex_fewshot.jsonl", DATA / "gsm8k" / "pot_codex_zeroshot.jsonl")
-DEV_SETS = (DATA / "gsm_symbolic_dev.jsonl", DATA / "gsm_plus_dev.jsonl")
 EVAL_DIR = Path("build/eval")
-
-
-@dataclass(frozen=True)
-class Split:
-    """Which accepted entries go into the bundle and which are held out as unrelated questions."""
-
-    bundle_ids: tuple[str, ...]
-    unrelated_ids: tuple[str, ...]
-    dev_ids: tuple[str, ...]
-    seed: int
-
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256(json.dumps([self.bundle_ids, self.unrelated_ids]).encode()).hexdigest()[:10]
-
-    def save(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
-        return path
-
-    @classmethod
-    def load(cls, path: Path) -> "Split":
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return cls(tuple(data["bundle_ids"]), tuple(data["unrelated_ids"]), tuple(data["dev_ids"]), int(data["seed"]))
 
 
 def accepted_entries(registry: Path) -> set[str]:
@@ -96,7 +67,7 @@ def choose_split(
 def ensure_registry(registry: Path, *, workers: int | None = None) -> Path:
     """Import the GSM8K entries into ``registry`` unless it already has them (the import is resumable)."""
     if not accepted_entries(registry):
-        from builder.pot_importer import run_import
+        from builder.pot_import.batch import run_import
 
         run_import(PAL_GSMHARD, GSM8K_TEST, registry, workers=workers, progress=True, independent=INDEPENDENT)
     return registry
@@ -161,9 +132,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", type=Path, default=None,
                         help="reuse a saved split.json (so a changed importer is compared on the same held-out entries)")
     args = parser.parse_args(argv)
-
-    from builder.eval.sets import write_sets
-
     ensure_registry(args.registry)
     accepted = accepted_entries(args.registry)
     if args.split is not None:

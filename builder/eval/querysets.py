@@ -21,7 +21,7 @@ _KNOWN = {"query", "answer", "reasoning_changed", "unrelated", "entry_id", "gsm8
 
 
 def gsm8k_entry_id(row: int) -> str:
-    """The importer's entry id for GSM8K test row ``row`` (builder.pot_importer.Transcript.entry_id)."""
+    """The importer's entry id for GSM8K test row ``row`` (builder.pot_import.transcripts.Transcript.entry_id)."""
     return f"gsm8k-{int(row):04d}"
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from builder.eval.added_clause import half_of
-from builder.eval.gsm_bundle import DATA
+from builder.eval.gsm_data import DATA
 from edge_runtime.entries.metadata import EntryPoint, Param
 
 EXACT = "exact"

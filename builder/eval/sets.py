@@ -18,8 +18,9 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterable
 
-from builder.eval.gsm_bundle import DATA, GSM8K_TEST, PAL_GSMHARD, Split
+from builder.eval.gsm_data import DATA, GSM8K_TEST, PAL_GSMHARD
 from builder.eval.querysets import gsm8k_entry_id
+from builder.eval.split import Split
 
 #: Seed of the tune / held-out split of gsm_plus_dev's 100 seed questions.
 PLUS_SPLIT_SEED = 20261201
@@ -58,7 +59,7 @@ def pal_reference_rows(registry: Path) -> dict[int, int]:
     if mapping:
         return mapping
     from builder.gsm8k import ReferenceIndex
-    from builder.pot_importer import program_docstring
+    from builder.pot_import.transcripts import program_docstring
 
     reference = ReferenceIndex.load(GSM8K_TEST)
     for i, row in enumerate(_read(PAL_GSMHARD)):

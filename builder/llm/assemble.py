@@ -13,7 +13,8 @@ import ast
 import re
 from typing import Sequence
 
-from edge_runtime.entries.metadata import EntryPoint, Param
+from builder.param_source import param_source
+from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.entries.validator import SEMANTIC_NAMES
 
 _EDGE = ("edge_runtime",)
@@ -44,27 +45,10 @@ def split_chunk(source: str) -> tuple[list[str], list[str]]:
     return imports, body
 
 
-def _param_code(p: Param) -> str:
-    fields = [f"name={p.name!r}", f"description={p.description!r}", f"type={p.type_name}", f"original={p.original!r}"]
-    if p.examples:
-        fields.append(f"examples={tuple(p.examples)!r}")
-    if p.minimum is not None:
-        fields.append(f"minimum={p.minimum!r}")
-    if p.exclusive_minimum:
-        fields.append("exclusive_minimum=True")
-    if p.maximum is not None:
-        fields.append(f"maximum={p.maximum!r}")
-    if p.choices is not None:
-        fields.append(f"choices={tuple(p.choices)!r}")
-    if p.unit is not None:
-        fields.append(f"unit={p.unit!r}")
-    return "Param(" + ", ".join(fields) + ")"
-
-
 def entry_code(entry: EntryPoint) -> str:
     """``NAME = entry_point(...)`` for ``entry``, one field per line."""
     variable = re.sub(r"\W", "_", entry.id).upper()
-    params = "".join(f"        {_param_code(p)},\n" for p in entry.params)
+    params = "".join(f"        {param_source(p)},\n" for p in entry.params)
     return (
         f"{variable} = entry_point(\n"
         f"    id={entry.id!r},\n"

@@ -62,9 +62,9 @@ def bypass_targets(*, importer: bool = False) -> Iterator[tuple[Any, str, Any]]:
     yield validator, "_check", _no_violations
     yield sandbox, "SAFE_BUILTINS", builtins.__dict__
     if importer:
-        import builder.pot_importer as pot_importer
+        import builder.pot_import.program as pot_program
 
-        yield pot_importer, "SAFE_BUILTINS", builtins.__dict__
+        yield pot_program, "SAFE_BUILTINS", builtins.__dict__
 
 
 def bypass() -> None:

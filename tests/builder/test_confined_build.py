@@ -122,7 +122,8 @@ def test_compile_entries_cli_compiles_through_the_confined_child(tmp_path):
 
 def _importer_worker_walls(conn) -> None:
     """What an import-pot pool worker can reach after its initializer ran."""
-    from builder.pot_importer import ImportOptions, _worker_init
+    from builder.pot_import.batch import _worker_init
+    from builder.pot_import.verify import ImportOptions
 
     _worker_init(ImportOptions(), 3 << 30)
     found = {"uid": os.getuid(), "env": sorted(os.environ)}

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import builder.pot_importer as pot
+import builder.pot_import.batch as pot
 from builder.confined_pool import MalformedReply, WorkerLost, confined_map
 
 TRANSCRIPTS = [SimpleNamespace(row=i, entry_id=f"gsm8k-{i:04d}") for i in range(3)]

@@ -121,7 +121,7 @@ def test_query_rows_kinds_entries_and_flags(tmp_path):
 
 
 def test_gsm8k_entry_ids_match_the_importer():
-    from builder.pot_importer import Transcript
+    from builder.pot_import.transcripts import Transcript
 
     transcript = Transcript(row=3, code="", question="", gold=None, ref_index=42)
     assert transcript.entry_id == gsm8k_entry_id(42)

@@ -115,7 +115,7 @@ def test_the_importers_audit_registers_accepted_entries_only_confined(bypassed, 
     """``import-pot`` re-registers every accepted entry file at the end (the audit): confined too.
     The audit reports only booleans, so here the proof is the marker (and the entry counted wrong)."""
     from builder.gsm8k import ReferenceIndex
-    from builder.pot_importer import RegistryDir, audit_entries
+    from builder.pot_import.batch import RegistryDir, audit_entries
 
     marker, secret = bypassed
     reference = tmp_path / "mini_test.jsonl"

@@ -12,8 +12,9 @@ import pytest
 
 from builder.gsm8k import ReferenceIndex
 from builder.independent import IndependentProgram, as_solution, load_independent
-from builder.pot_importer import Importer, ImportOptions, run_import
-from tests.builder.test_pot_importer import load_entry, transcript
+from builder.pot_import.batch import run_import
+from builder.pot_import.verify import Importer, ImportOptions
+from tests.builder.test_pot_import import load_entry, transcript
 
 PENS = "Sam buys 2 packs of pens. Each pack has 4 pens. How many pens does he have?"
 RIGHT = "packs = 2\npens_per_pack = 4\nreturn packs * pens_per_pack"
@@ -150,7 +151,7 @@ def test_run_import_records_the_status_and_counts_verified_entries(tmp_path: Pat
 
 def test_a_worked_solution_becomes_a_program_that_chains_its_steps() -> None:
     from builder.independent import worked_solution_program
-    from builder.pot_importer import PalProgram
+    from builder.pot_import.program import PalProgram
 
     answer = ("She has 16 - 3 - 4 = <<16-3-4=9>>9 eggs left.\nShe makes 9 * 2 = $<<9*2=18>>18 every day.\n#### 18")
     code = worked_solution_program(answer, 18, "Ducks lay 16 eggs. She eats 3 and bakes with 4. Each egg sells for $2. How much?")
@@ -202,7 +203,7 @@ def test_a_last_line_worked_by_hand_is_the_final_step() -> None:
     """GSM8K solutions often compute the last step without a calculator annotation ("so the boots cost
     99 + 5 = $104"); it is the step that reaches the gold, read as plain arithmetic once its words go."""
     from builder.independent import worked_solution_program
-    from builder.pot_importer import PalProgram
+    from builder.pot_import.program import PalProgram
 
     question = "Heels cost $33 a pair and she buys 3 pairs; the boots cost $5 more than the heels together. Boots?"
     answer = "The heels cost 33 * 3 = $<<33*3=99>>99 together.\nSo the boots cost 99 + 5 = $104.\n#### 104"

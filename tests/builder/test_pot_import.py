@@ -13,16 +13,11 @@ import pytest
 
 from builder.gsm8k import ReferenceIndex, gold_answer, normalise_question, replaced_numbers, scan_numbers
 from builder.pot_groups import GenerationFailed, GroupPolicy, PotGroup, Validation
-from builder.pot_importer import (
-    REASONS,
-    ExactEmbedder,
-    Importer,
-    ImportOptions,
-    PalProgram,
-    Transcript,
-    plan_parameters,
-    run_import,
-)
+from builder.pot_import.batch import run_import
+from builder.pot_import.planner import plan_parameters
+from builder.pot_import.program import PalProgram
+from builder.pot_import.transcripts import REASONS, Transcript
+from builder.pot_import.verify import ExactEmbedder, Importer, ImportOptions
 from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
 from edge_runtime.errors import ExtractionError
 from edge_runtime.read.extractor import Extractor

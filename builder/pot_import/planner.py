@@ -1,0 +1,453 @@
+"""Which literals are parameters: :func:`plan_parameters` maps a program's literals to its question's numbers.
+
+Step 4 of the package docstring, as the steps it takes: restore GSM-Hard's replaced values, score
+every (literal, mention) pair, assign greedily, lift unit conversions, turn number words into
+slots; then join repeats, add free slots for numbers no literal reads, freeze parameters a
+constant may have been computed from, and name each parameter.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import keyword
+import math
+import re
+from typing import Any, Sequence
+
+from builder.gsm8k import Mention, context_words, replaced_numbers, scan_numbers, words_after
+from builder.pot_import.matching import (
+    STOP_WORDS, UNIT_CONSTANTS, all_names, hyphenated_measure, lifted_form, literal_form, name_tokens,
+    sanitise, similarity, unit_name, unit_word, value_matches,
+)
+from builder.pot_import.plan import ParamPlan, Plan
+from builder.pot_import.program import Literal, PalProgram, RESERVED_NAMES, close_to, is_docstring, numeric_node
+from edge_runtime.errors import ArcError
+from edge_runtime.entries.metadata import format_value
+from edge_runtime.read.values import parse_quantity
+
+
+def plan_parameters(
+    question: str, program: PalProgram, variant: str = "", docstring: str = "", frozen: Sequence[str] = (),
+    free_numbers: bool = True, structural_words: bool = True, freeze_derived: bool = True,
+) -> Plan:
+    """Map the program's literals to the question's mentions.
+
+    1. GSM-Hard: a literal equal to a number the variant question put in place of an original
+       mention gets that mention's value back (values only: the variant and its program do not
+       always agree on *which* quantity was replaced, so the mention is chosen in step 2).
+    2. Every literal, assignments ``var = <number>`` first, then in source order, takes a free
+       mention with the same value (or percent forms of it), best variable/context word overlap
+       first; unit constants inside expressions need some word overlap. A literal whose value is a
+       mention another literal already took shares that parameter ("70 corn chips each").
+    3. Mentions written as words that cannot be rendered as digits ("half", "twice") stay constants;
+       a parameter that a constant not stated in the question was computed from is frozen too (the
+       program precomputed something from it, so it cannot vary) — unless ``freeze_derived`` is
+       False: an independent program that checks an entry reads every number it can (a stale
+       constant there makes it disagree, which only costs the entry a parameter).
+    """
+    mentions = scan_numbers(question)
+    restored = _restored_values(question, program, variant, docstring, mentions)
+    for lit in program.literals:
+        if lit.excluded is None:
+            value = restored.get(lit.id, lit.value)
+            probe = Literal(**{**lit.__dict__, "value": value})
+            lit.excluded = unit_name(probe)
+    pool = [lit for lit in program.literals if not lit.excluded]
+    candidates = _candidates(question, pool, mentions, restored)
+    assigned, taken = _assign(candidates, program, mentions)
+    _lift_conversions(question, pool, mentions, restored, assigned, taken)
+    params, constants, unexplained = _params_of(question, program, restored, assigned, structural_words)
+    _name_params(params, program, question, all_names(program.func))
+    derived = _derived_from(program, params, restored, mentions, set(assigned)) if freeze_derived else {}
+    frozen_all = set(frozen) | set(derived)
+    kept = [p for p in params if p.name not in frozen_all]
+    for p in params:
+        if p.name in frozen_all:
+            why = derived.get(p.name) or "a failed round trip"
+            constants.append(f"{format_value(p.original)} ({p.name}, kept constant: {why})")
+    settled = free_numbers and not unexplained and not frozen_all  # no constant may come from a stated number
+    read = {mm.index for mm, _ in assigned.values()}  # mentions a literal reads
+    if settled:
+        _join_repeats(question, kept, mentions, read)
+    used = {m.index for p in kept for m in (p.mentions or (p.mention,))}
+    spans = [(m.start, m.end) for p in kept for m in (p.mentions or (p.mention,))]
+    unused_mentions = [m for m in mentions if m.kind in ("digits", "word") and m.index not in used
+                       and m.index not in read
+                       and not any(a < m.end and m.start < b for a, b in spans)]  # "One" of "One third"
+    unused = [repr(m.text) for m in unused_mentions]
+    if settled:
+        kept += _free_params(question, unused_mentions, program, restored, {p.name for p in kept} | all_names(program.func))
+    return Plan(kept, restored, constants, unused, sorted(frozen_all & {p.name for p in params}), unexplained)
+
+
+def _restored_values(question: str, program: PalProgram, variant: str, docstring: str,
+                     mentions: Sequence[Mention]) -> dict[int, Any]:
+    """Step 1: literal id -> the original question's value, for literals a GSM-Hard variant replaced."""
+    restored: dict[int, Any] = {}
+    if variant and variant.strip() and variant.strip() != (docstring or question).strip():
+        replacements = replaced_numbers(variant, question, mentions)
+        for form in ("value", "percent"):  # exact values first: a scaled match is only a fallback
+            for rep in replacements:
+                if form == "percent" and not rep.mention.percent:
+                    continue
+                target = literal_form(rep.variant_value, form)
+                for lit in program.literals:
+                    if lit.id not in restored and not lit.excluded and close_to(float(lit.value), target):
+                        value: Any = literal_form(rep.mention.value, form)
+                        restored[lit.id] = float(value) if isinstance(lit.value, float) else value
+    return restored
+
+
+def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Mention],
+                restored: dict[int, Any]) -> list[list[Any]]:
+    """Step 2's pairs [score, literal, mention, form, value] a literal may read, best first."""
+    plain_values = {m.value for m in mentions if not m.money}
+    candidates = []
+    for lit in pool:
+        value = float(restored.get(lit.id, lit.value))
+        if value == 0.0 and not lit.direct:
+            continue  # 0 inside an expression is arithmetic, not a quantity
+        for mention in mentions:
+            form = value_matches(value, mention, question)
+            if form is None:
+                continue
+            sim = similarity(lit, question, mention, mention.value in plain_values)
+            if (not lit.direct and sim <= 0 and (value in UNIT_CONSTANTS or value == 1.0) and mention.kind != "structural"
+                    and not hyphenated_measure(question, mention)):
+                continue  # "/ 60" next to "60%", "+ 1" next to "1 dog": arithmetic, not that mention
+            score = sim - (0.3 if mention.kind == "structural" else 0) - (0.2 if form != "value" else 0)
+            candidates.append([score, lit, mention, form, value])
+    # ties: keep the order of same-valued literals and mentions ("3 sprints 3 times a week")
+    rank_l: dict[int, int] = {}
+    rank_m: dict[tuple[float, int], int] = {}
+    for value in {c[4] for c in candidates}:
+        lits = sorted({c[1].id: c[1] for c in candidates if c[4] == value}.values(), key=lambda lit: lit.order)
+        ments = sorted({c[2].index for c in candidates if c[4] == value})
+        for i, lit in enumerate(lits):
+            rank_l[lit.id] = i
+        for i, index in enumerate(ments):
+            rank_m[(value, index)] = i
+    candidates.sort(key=lambda c: (
+        -c[0], 0 if c[1].direct else 1, abs(rank_l[c[1].id] - rank_m[(c[4], c[2].index)]), c[1].order, c[2].index,
+    ))
+    return candidates
+
+
+def _assign(candidates: Sequence[list[Any]], program: PalProgram,
+            mentions: Sequence[Mention]) -> tuple[dict[int, tuple[Mention, str]], set[int]]:
+    """Step 2's choice: (literal id -> (mention, form), the mention indices taken), greedily by score."""
+    assigned: dict[int, tuple[Mention, str]] = {}  # literal id -> (mention, form)
+    taken: set[int] = set()
+    for score, lit, mention, form, value in candidates:
+        if lit.id in assigned or mention.index in taken:
+            continue
+        assigned[lit.id] = (mention, form)
+        taken.add(mention.index)
+    # a literal whose value is a mention another literal took shares that parameter ("70 chips each")
+    # (an inline literal too, when the question states its value once and the literal's variable names the same
+    # thing as the variable that took it: ``sunday_gingerbread = 10 + more`` after ``saturday_gingerbread = 10``)
+    for score, lit, mention, form, value in candidates:
+        if lit.id in assigned or score <= 0 or form != "value" or not mention.parameterisable:
+            continue
+        owner = [lid for lid, (m, _) in assigned.items() if m.index == mention.index]
+        if not owner or assigned[owner[0]][1] != "value":
+            continue
+        if not lit.direct:
+            owner_name = program.literal(owner[0]).direct
+            if (not owner_name or not name_tokens(lit.target or "") & name_tokens(owner_name)
+                    or sum(any(close_to(v, value) for v, _ in m.literal_values()) for m in mentions) != 1):
+                continue
+        assigned[lit.id] = (mention, form)
+    return assigned, taken
+
+
+def _lift_conversions(question: str, pool: Sequence[Literal], mentions: Sequence[Mention], restored: dict[int, Any],
+                      assigned: dict[int, tuple[Mention, str]], taken: set[int]) -> None:
+    """A constant the program precomputed from a stated duration or measure becomes that number, converted
+    (``assigned`` and ``taken`` grow)."""
+    question_units = {unit_word(w) for w in re.findall(r"[a-z]+", question.lower())}
+    for lit in pool:
+        constant = float(restored.get(lit.id, lit.value))
+        if lit.id in assigned or constant == 0:
+            continue
+        for mention in mentions:
+            if mention.index in taken:
+                continue
+            lifted = lifted_form(constant, mention, question, question_units, lit)
+            if lifted is not None:
+                assigned[lit.id] = (mention, lifted)
+                taken.add(mention.index)
+                break
+
+
+def _params_of(question: str, program: PalProgram, restored: dict[int, Any], assigned: dict[int, tuple[Mention, str]],
+               structural_words: bool) -> tuple[list[ParamPlan], list[str], list[str]]:
+    """Step 3: (one unnamed parameter per mention the literals read, constant notes, unexplained literals)."""
+    constants: list[str] = []
+    unexplained: list[str] = []
+    by_mention: dict[int, ParamPlan] = {}
+    conflicting: set[int] = set()
+    params: list[ParamPlan] = []
+    for lit in program.literals:
+        value = restored.get(lit.id, lit.value)
+        shown = format_value(value)
+        if lit.excluded:
+            constants.append(f"{shown} ({lit.excluded})")
+            continue
+        if lit.id not in assigned:
+            if float(value) in UNIT_CONSTANTS:
+                constants.append(f"{shown} (unit constant, not stated in the question)")
+            else:
+                constants.append(f"{shown} (not stated in the question)")
+                unexplained.append(shown)
+            continue
+        mention, form = assigned[lit.id]
+        reading: str | None = None
+        if not mention.parameterisable:
+            structural = _structural_slot(question, mention, float(value)) if structural_words else None
+            if structural is None:
+                constants.append(f"{shown} (the question's word {mention.text!r}: cannot be re-rendered as digits)")
+                continue
+            mention, reading = structural
+        if mention.index in by_mention:
+            if by_mention[mention.index].reading != reading:
+                conflicting.add(mention.index)  # "half" as 0.5 here and as the 2 of "/ 2" there: no one reading
+            by_mention[mention.index].literals.append((lit.id, form))
+            continue
+        plan = ParamPlan(name="", literals=[(lit.id, form)], mention=mention, original=mention.value)
+        if mention.kind == "structural":
+            plan.original, plan.reading, plan.structural = float(value), reading, True
+        by_mention[mention.index] = plan
+        params.append(plan)
+    for index in conflicting:
+        plan = by_mention.pop(index)
+        params.remove(plan)
+        constants.append(f"{plan.mention.text!r} (read both as a number and as its reciprocal: kept constant)")
+    return params, constants, unexplained
+
+
+#: Number words a variant may restate with another number ("twice" → "three times", "half" → "one third").
+_MULTIPLIERS = {"twice", "thrice", "double", "triple", "quadruple"}
+_FRACTIONS = {"half", "third", "quarter", "fourth", "fifth", "sixth", "eighth", "tenth"}
+
+
+def _structural_slot(question: str, mention: Mention, literal: float) -> tuple[Mention, str | None] | None:
+    """The mention as a slot for a structural literal, and how it reads, or None if it stays a constant.
+
+    "twice" → 2 and "half" → 0.5 read as the number they name; "half" → the 2 of ``x / 2`` reads as
+    its reciprocal. A fraction's article joins the slot ("a third"), so "two thirds" can take its place."""
+    low = mention.text.lower()
+    word = low.split("-")[-1]
+    if re.fullmatch(r"1/\d+", low):  # "1/5": the 0.2 it states, or the 5 a program divides by
+        natural = float(mention.value)
+        reading = None if close_to(literal, natural) else "reciprocal" if close_to(literal, 1 / natural) else ""
+        return (mention, reading) if reading != "" else None
+    if low not in _MULTIPLIERS and word not in _FRACTIONS and not (word.endswith("s") and word[:-1] in _FRACTIONS and "-" in low):
+        return None
+    start, text = mention.start, mention.text
+    article = re.search(r"\b(an?|one)\s+$", question[max(0, start - 5):start], re.IGNORECASE)
+    if article and word in _FRACTIONS and "-" not in low:
+        start -= len(article.group(0))
+        text = question[start:mention.end]
+    try:
+        natural = float(parse_quantity(text).value)
+    except (ArcError, ValueError, ZeroDivisionError):
+        return None
+    if natural and close_to(literal, natural):
+        reading = None
+    elif natural and close_to(literal, 1 / natural):
+        reading = "reciprocal"
+    else:
+        return None
+    return Mention(mention.index, start, mention.end, text, natural, mention.kind, mention.percent, mention.money,
+                   mention.alternatives), reading
+
+
+def _join_repeats(question: str, params: Sequence[ParamPlan], mentions: Sequence[Mention], taken: set[int]) -> None:
+    """A parameter's number stated again for the same thing ("Katherine has 5 hanging baskets ... filling
+    all 5 hanging baskets") becomes another mention of that parameter, so a variant restates both.
+
+    Same spelling and the same word after it; no literal reads the repeat. Left a constant, the repeat
+    would refuse every variant that changes both (the guard finds the entry's 5 missing). Joined, the
+    slot binds only when the two agree, and the program, right on the original, reads the value once.
+    Only called when every literal is explained: no constant may have been computed from the repeat."""
+    joined = {m.index for p in params for m in (p.mentions or (p.mention,))}
+    for p in params:
+        if p.free or p.structural or p.reading or p.mention.kind not in ("digits", "word"):
+            continue
+        head = words_after(question, p.mention, 1)
+        if not head or head[0] in STOP_WORDS:
+            continue
+        repeats = tuple(
+            m for m in mentions
+            if m.index not in joined and m.index not in taken and m.kind == p.mention.kind
+            and m.text.lower() == p.mention.text.lower() and words_after(question, m, 1) == head
+        )
+        if repeats:
+            p.mentions = tuple(sorted((p.mention, *repeats), key=lambda m: m.start))
+            joined.update(m.index for m in repeats)
+
+
+def _free_params(question: str, unused: Sequence[Mention], program: PalProgram, restored: dict[int, Any],
+                 taken: set[str]) -> list[ParamPlan]:
+    """Slots for the question's numbers that no literal reads. Only when every literal is explained
+    (stated in the question or a unit constant): an unexplained literal may have been computed from
+    one of them ("harvests_per_year = 4" from "every 3 months"), which would then have to stay fixed.
+    A number equal to any literal's value (in any form) is not free either: the program may use it
+    under a name the matching missed ("carrots * 12" for "12-pound bags"). Repeats of one number
+    counting the same thing ("30 seconds ... 30 seconds") share a slot."""
+    values = [float(restored.get(lit.id, lit.value)) for lit in program.literals]
+    groups: dict[tuple[str, str], list[Mention]] = {}
+    for mention in unused:
+        if any(value_matches(v, mention, question) for v in values):
+            continue
+        if re.match(r"\s*/\s*\d", question[mention.end:mention.end + 3]) or re.search(r"\d\s*/\s*$", question[:mention.start]):
+            continue  # half of a fraction ("2/5 occupied"): the other half may be read, and then this one is too
+        if float(mention.value) == 1:
+            continue  # "for one of the implants": a program multiplies by 1 without writing it
+        head = next(iter(words_after(question, mention, 1)), "")
+        groups.setdefault((mention.text.lower(), head), []).append(mention)  # one spelling: one slot
+    out: list[ParamPlan] = []
+    for group in groups.values():
+        first = group[0]
+        words = [w for w in words_after(question, first, 3) if w.isalpha() and w not in STOP_WORDS][:2]
+        stem = sanitise("unused_" + "_".join(words)) if words else "unused_number"
+        name, k = stem, 2
+        while name in taken:
+            name, k = f"{stem}_{k}", k + 1
+        taken.add(name)
+        context = context_words(question, first, 4, 4)
+        out.append(ParamPlan(
+            name=name, literals=[], mention=first, original=first.value,
+            description=f"{name.replace('_', ' ')}, not read by the reasoning ({context})",
+            free=True, mentions=tuple(group),
+        ))
+    return out
+
+
+def _derived_from(
+    program: PalProgram, params: Sequence[ParamPlan], restored: dict[int, Any], mentions: Sequence[Mention],
+    explained: set[int],
+) -> dict[str, str]:
+    """Parameters the program may have precomputed into a constant, which must then stay constant:
+
+    - a constant not stated in the question that equals a combination of a parameter with another
+      value in one or two steps (``lodgepole_pine = 40`` from "twenty ... twice as many";
+      ``average = total * 0.3`` from "40% ... the rest equally divided": (1 - 40/100) / 2);
+    - a unit-constant literal equal to a parameter's value (``sunday = 10 + more`` where the
+      question's "10 boxes" is a parameter): it may be that parameter, read twice, once as a constant.
+    """
+    assigned_ids = {lid for p in params for lid, _ in p.literals} | explained
+    values = [(p.name, float(p.original)) for p in params if not p.free]
+    values += [(p.name, float(p.original) / 100) for p in params if p.mention.percent and not p.free]
+    extra = [(None, float(v)) for m in mentions if m.kind == "structural" for v in (m.value, *m.alternatives)]
+    extra += [(None, float(m.value)) for m in mentions if m.kind in ("digits", "word")]
+    # Two steps only through the constants of percentages and halving ((1 - 40/100) / 2): with more
+    # constants, coincidences freeze parameters that are fine (measured on the GSM8K import).
+    first_constants = [(None, 1.0), (None, 100.0)]
+    second_constants = (2.0, 100.0)
+
+    def combos(a: float, b: float) -> tuple[float, ...]:
+        return (a + b, a - b, b - a, a * b, a / b if b else math.nan, b / a if a else math.nan)
+
+    out: dict[str, str] = {}
+    for lit in program.literals:
+        if lit.id in assigned_ids or lit.excluded:
+            continue
+        c = float(restored.get(lit.id, lit.value))
+        if c in UNIT_CONSTANTS:
+            for name, value in values:
+                if close_to(value, c) and not lit.direct:
+                    out.setdefault(name, f"the program's {format_value(c)} may be this value")
+            continue
+        if abs(c) in (0.0, 1.0, 2.0, 0.5):
+            continue
+        for (na, a), (nb, b) in itertools.product(values, values + extra + first_constants):
+            if na == nb:
+                continue
+            first = combos(a, b)
+            other_param = nb is not None and (nb, b) in values
+            if any(close_to(r, c) for r in first if nb is not None or b not in (1.0, 100.0)) or (
+                    (other_param or nb is None and b in (1.0, 100.0)) and any(
+                        close_to(r2, c) for r in first if math.isfinite(r) for k in second_constants
+                        for r2 in (r * k, r / k, r + k, r - k))):
+                for n in (na, nb):  # every parameter that can explain it: which one did is unknowable
+                    if n is not None:
+                        out.setdefault(n, f"the program's {format_value(c)} may be computed from it")
+    return out
+
+
+def _name_params(params: list[ParamPlan], program: PalProgram, question: str, used: set[str]) -> None:
+    """Names (the program's variable where the literal is assigned directly) and descriptions."""
+    bound_before = _first_bindings(program.func)
+    names: set[str] = set()
+    for p in params:
+        lit = program.literal(p.literal)
+        candidate = None
+        plain = all(form == "value" for _, form in p.literals)
+        converted = any(":" in form for _, form in p.literals)
+        if lit.direct and lit.top_level and not lit.in_loop and bound_before.get(lit.direct) == id(lit.node):
+            # `eggs_per_day = 16`: the variable itself becomes the parameter; `discount = 0.2` for
+            # "20%": the parameter is the percentage and the statement computes the variable from it
+            candidate = lit.direct if plain else None if converted else f"{lit.direct}_percent"
+        if candidate is None or candidate in names or (candidate != lit.direct and candidate in used):
+            words = [w for w in words_after(question, p.mention, 4) if w.isalpha()]
+            while words and words[0] in STOP_WORDS:
+                words = words[1:]
+            base = "_".join(words[:3])
+            if p.mention.money:
+                base = "price_" + base if base else "price"
+            if p.mention.percent:
+                base = "percent_" + base if base else "percent"
+            if lit.direct and not converted:
+                base = f"{lit.direct}_given"
+            elif not base:
+                base = f"{lit.target or 'value'}_given"
+            candidate = sanitise(base)
+            if candidate in RESERVED_NAMES or keyword.iskeyword(candidate):
+                candidate += "_value"
+            stem, k = candidate, 2
+            while candidate in names or candidate in used:
+                candidate = f"{stem}_{k}"
+                k += 1
+        names.add(candidate)
+        p.name = candidate
+    descriptions: set[str] = set()
+    for p in params:
+        words = p.name.replace("_", " ")
+        context = context_words(question, p.mention, 4, 4)
+        description = f"{words} ({context})"
+        if p.mention.percent:
+            description = f"{words}, in percent ({context})"
+        k = 2
+        while " ".join(description.lower().split()) in descriptions:
+            description = f"{words} ({context}) [{k}]"
+            k += 1
+        descriptions.add(" ".join(description.lower().split()))
+        p.description = description
+
+
+def _first_bindings(func: ast.FunctionDef) -> dict[str, int]:
+    """For each variable: id() of the literal node of its first binding when that binding is
+    ``var = <literal>`` and ``var`` is not read before it; other variables are absent."""
+    out: dict[str, int] = {}
+    seen: set[str] = set()
+    for stmt in func.body:
+        if is_docstring(stmt):
+            continue
+        reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        stores = [n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            node = numeric_node(stmt.value)
+            if node is not None and name not in seen:
+                out[name] = id(node)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple) \
+                and isinstance(stmt.value, ast.Tuple) and len(stmt.targets[0].elts) == len(stmt.value.elts):
+            for te, ve in zip(stmt.targets[0].elts, stmt.value.elts):
+                node = numeric_node(ve)
+                if isinstance(te, ast.Name) and node is not None and te.id not in seen and te.id not in reads:
+                    out[te.id] = id(node)
+        seen |= reads | set(stores)
+    return out
