@@ -13,13 +13,12 @@ from edge_runtime.entries.metadata import Param
 
 
 def param_source(p: Param) -> str:
-    """``Param(name=..., ...)``: the fields in declaration order, defaults left out (name, description,
-    type and original always written). The type is written by its Python name (``float``,
-    ``Fraction``), which is what the entry module has in scope."""
+    """``Param(name=..., ...)``: the fields in declaration order; name, description, type, original and
+    examples always written (``examples=()`` says there are none, as the importer's entries always have),
+    the rest only when they differ from their default. The type is written by its Python name
+    (``float``, ``Fraction``), which is what the entry module has in scope."""
     fields = [f"name={p.name!r}", f"description={p.description!r}", f"type={p.type.__name__}",
-              f"original={p.original!r}"]
-    if p.examples:
-        fields.append(f"examples={tuple(p.examples)!r}")
+              f"original={p.original!r}", f"examples={tuple(p.examples)!r}"]
     if p.minimum is not None:
         fields.append(f"minimum={p.minimum!r}")
     if p.exclusive_minimum:

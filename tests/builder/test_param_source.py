@@ -66,7 +66,7 @@ def test_a_param_with_every_field_reads_back_equal_through_registry_and_compiler
 
 def test_defaults_are_left_out_and_read_back_as_defaults():
     plain = Param(name="n", description="the number of eggs", type=int, original=3)
-    assert param_source(plain) == "Param(name='n', description='the number of eggs', type=int, original=3)"
+    assert param_source(plain) == "Param(name='n', description='the number of eggs', type=int, original=3, examples=())"
     assert eval(param_source(plain), {"Param": Param, "int": int}) == plain  # noqa: S307 - our own text
 
 
