@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from edge_runtime.read.english_words import NUMBER_WORDS, ONES, TENS
+from edge_runtime.read.english_words import SCALES as ALL_SCALES
+
 DEFAULT_DATA = Path("/work/shared/data")
 GSM8K_TEST = DEFAULT_DATA / "gsm8k" / "gsm8k_test.jsonl"
 PAL_GSMHARD = DEFAULT_DATA / "gsm8k" / "pal_gsmhard_v2.jsonl"
@@ -122,26 +125,13 @@ def _mask_numbers(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Numbers in question text
 # ---------------------------------------------------------------------------------------------
-ONES = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen".split())}
-TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
-SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6}
+SCALES = {w: ALL_SCALES[w] for w in ("hundred", "thousand", "million")}
 
 #: Words that name a number but cannot be rendered back as digits in their sentence ("half that
 #: much", "twice as long", "a dozen eggs"): a program literal with one of these values comes from the
-#: question, yet it stays a constant of the entry.
-STRUCTURAL_WORDS: dict[str, tuple[float, ...]] = {
-    "half": (2, 0.5), "halves": (2, 0.5), "halved": (2, 0.5), "twice": (2,), "double": (2,), "doubled": (2,),
-    "doubles": (2,), "triple": (3,), "tripled": (3,), "triples": (3,), "thrice": (3,), "quadruple": (4,),
-    "once": (1,), "dozen": (12,), "dozens": (12,), "pair": (2,), "pairs": (2,), "couple": (2,),
-    "third": (3, 1 / 3), "thirds": (3, 1 / 3), "quarter": (4, 0.25), "quarters": (4, 0.25),
-    "fourth": (4, 0.25), "fourths": (4, 0.25), "fifth": (5, 0.2), "fifths": (5, 0.2), "sixth": (6, 1 / 6),
-    "sixths": (6, 1 / 6), "seventh": (7, 1 / 7), "eighth": (8, 0.125), "eighths": (8, 0.125),
-    "ninth": (9, 1 / 9), "tenth": (10, 0.1), "tenths": (10, 0.1), "hundredth": (100, 0.01),
-    "weekly": (7,), "daily": (1,), "hourly": (60,), "monthly": (12,), "annual": (12,), "yearly": (12,),
-    "percent": (100,), "percentage": (100,),
-}
+#: question, yet it stays a constant of the entry. The device's table (edge_runtime.read.english_words), each
+#: tuple reversed: here the value as read is the last one.
+STRUCTURAL_WORDS: dict[str, tuple[float, ...]] = {w: tuple(reversed(v)) for w, v in NUMBER_WORDS.items()}
 #: Structural words that only state a number when nothing else explains them; "weekly" etc. are
 #: matched last and only to literals that are not already explained by a mention with digits.
 _WEAK_STRUCTURAL = {"weekly", "daily", "hourly", "monthly", "annual", "yearly", "percent", "percentage"}

@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterable, Mapping
 from builder.eval.added_clause import half_of
 from builder.eval.gsm_data import DATA
 from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.read.english_words import ONES, TENS
 
 EXACT = "exact"
 NAMES = "names"
@@ -69,16 +70,15 @@ _NAME = re.compile(r"\b[A-Z][a-z]+\b")
 _NOT_NAMES = frozenset("""April May June August Will Mark Bill Rose Lily Holly Ivy Grace Hope Joy Dawn Summer
 Autumn Art Sky Page Faith Chase Hunter Carol Penny Ruby Pearl Jade Amber Crystal Heather Olive Daisy Iris Violet
 Sunday Monday Tuesday Wednesday Thursday Friday Saturday Christian Frank Sandy Rich Buck Drew Gene""".split())
-_UNITS = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
-_TENS = {30: "thirty", 40: "forty", 50: "fifty", 60: "sixty", 70: "seventy", 80: "eighty", 90: "ninety"}
+#: The device's number words by value (edge_runtime.read.english_words): a probe writes what the device reads.
+_WORD_OF = {value: word for word, value in (*ONES.items(), *TENS.items())}
 
 
 def number_word(value: int) -> str | None:
     """English words for 2–20 and the tens to 90, else None (GSM-Symbolic writes small numbers as words)."""
-    if 2 <= value <= 20:
-        return _UNITS[value]
-    return _TENS.get(value)
+    if 2 <= value <= 20 or value in range(30, 100, 10):
+        return _WORD_OF[value]
+    return None
 
 
 @dataclass(frozen=True)

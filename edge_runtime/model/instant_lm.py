@@ -11,12 +11,10 @@ import re
 from typing import Sequence
 
 from edge_runtime.model.target_lm import TargetLM
+from edge_runtime.read.english_words import FRACTIONS, ONES
 
-_UNITS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a": 1, "an": 1,
-}
-_FRACTIONS = {"half": 0.5, "quarter": 0.25, "third": 1 / 3}
+_UNITS = {**{w: v for w, v in ONES.items() if v <= 12}, "a": 1, "an": 1}
+_FRACTIONS = {w: 1 / FRACTIONS[w] for w in ("half", "quarter", "third")}
 
 
 class InstantTargetLM(TargetLM):

@@ -13,14 +13,12 @@ import string
 from fractions import Fraction
 
 from edge_runtime.entries.metadata import Param
+from edge_runtime.read.english_words import CARDINALS
 from edge_runtime.read.values import DIGITS, DIGITS_END, SHARE_OF_POWER
 
-_NUMBER_WORDS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
+_NUMBER_WORDS = [*CARDINALS, *(
     "dozen half quarter third thirds quarters fifth fifths sixth sixths eighth eighths tenth tenths twice thrice "
-    "double triple quadruple"
-).split()
+    "double triple quadruple").split()]
 _WORD = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _SPAN = re.compile(
     rf"(?<![\w.])-?{DIGITS}{DIGITS_END}(?!(?:st|nd|rd|th)\b)"  # not the "1" of "1st"

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Sequence
 
+from edge_runtime.read.english_words import CARDINALS, DEVICE_NUMBER_WORDS, plural_stem
 from edge_runtime.errors import ConversionError
 from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.read.values import (DIGITS, DIGITS_END, MONTH_DAYS, SHARE_OF_POWER, TIME_UNITS, parse_quantity,
@@ -46,19 +47,9 @@ from edge_runtime.read.values import (DIGITS, DIGITS_END, MONTH_DAYS, SHARE_OF_P
 
 # ---- numbers in text ---------------------------------------------------------------------------
 
-_CARDINALS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million"
-).split()
 #: Words that state a number without being a cardinal, with every value a program may use for them.
-STRUCTURAL: dict[str, tuple[float, ...]] = {
-    "half": (0.5, 2), "halves": (0.5, 2), "halved": (0.5, 2), "halve": (0.5, 2), "twice": (2,), "double": (2,),
-    "doubled": (2,), "doubles": (2,), "triple": (3,), "tripled": (3,), "triples": (3,), "thrice": (3,),
-    "quadruple": (4,), "quadrupled": (4,), "dozen": (12,), "dozens": (12,), "third": (1 / 3, 3), "thirds": (1 / 3, 3),
-    "quarter": (0.25, 4), "quarters": (0.25, 4), "fifth": (0.2, 5), "fifths": (0.2, 5), "tenth": (0.1, 10),
-    "pair": (2,), "pairs": (2,),
-}
-_CARD = "|".join(sorted(_CARDINALS, key=len, reverse=True))
+STRUCTURAL: dict[str, tuple[float, ...]] = DEVICE_NUMBER_WORDS
+_CARD = "|".join(sorted(CARDINALS, key=len, reverse=True))
 _STRUCT = "|".join(sorted(STRUCTURAL, key=len, reverse=True))
 _NUMBER = re.compile(
     rf"(?<![\w.]){DIGITS}{DIGITS_END}"  # "1st" is dropped in scan()
@@ -160,16 +151,7 @@ total number amount altogether together left remaining many much
 _WORD = re.compile(r"[a-z]+")
 
 
-def stem(word: str) -> str:
-    """A crude stem: plural and possessive endings off (dollars -> dollar, boxes -> box, berries -> berry)."""
-    w = word.lower()
-    if len(w) > 4 and w.endswith("ies"):
-        return w[:-3] + "y"
-    if len(w) > 4 and w.endswith(("ches", "shes", "xes", "sses")):
-        return w[:-2]
-    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        return w[:-1]
-    return w
+stem = plural_stem
 
 
 def content_words(text: str) -> set[str]:

@@ -47,22 +47,20 @@ from fractions import Fraction
 from edge_runtime.answer.currency import SYMBOLS as CURRENCY_SYMBOLS
 from edge_runtime.read.draft import number_spans
 from edge_runtime.entries.metadata import Param
+from edge_runtime.read.english_words import CARDINALS, ONES, TENS, plural_stem
 from edge_runtime.read.values import MONTH_DAYS, TIME_UNITS
 
-_TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
-_UNITS_WORDS = "one|two|three|four|five|six|seven|eight|nine"
+_TENS = "|".join(TENS)
+_UNITS_WORDS = "|".join(w for w, v in ONES.items() if 0 < v < 10)
 #: "thirty-four" is one number, not "thirty", "-", "four" (whose hyphen would align with "{n}-pound").
 _TOKEN = re.compile(rf"\d+(?:[.,/]\d+)*|(?:{_TENS})-(?:{_UNITS_WORDS})\b|[A-Za-z]+(?:'[a-z]+)?|[^\w\s]", re.IGNORECASE)
 
 _SLOT = "\x00"
 _NAME = "\x01"  # the shape of any run of naming words, in the alignment by shape
 #: Words that state a quantity: one that appears, disappears or changes outside the slots changes the question.
-_QUANTITY_WORDS = set(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
-    "billion half halves third thirds quarter quarters fourth fourths fifth fifths sixth sixths seventh eighth "
-    "ninth tenth dozen dozens twice thrice double triple quadruple once pair couple percent".split()
-)
+_QUANTITY_WORDS = {*CARDINALS, "billion", *(
+    "half halves third thirds quarter quarters fourth fourths fifth fifths sixth sixths seventh eighth "
+    "ninth tenth dozen dozens twice thrice double triple quadruple once pair couple percent".split())}
 #: Words that add an operation without a number ("she bought another set of pots").
 _ADDING_WORDS = {"another", "again", "extra", "additional"}
 #: Words by which an inserted sentence takes part in the reasoning (an added operation), not beside it.
@@ -91,13 +89,7 @@ def _norm(token: str) -> str:
         return f"{MONTH_DAYS[token]} days"
     if token[:1].isdigit() or len(token) <= 3:
         return token
-    if token.endswith("ies") and len(token) > 4:
-        return token[:-3] + "y"
-    if token.endswith(("ches", "shes", "sses", "xes")):
-        return token[:-2]
-    if token.endswith("s") and not token.endswith(("ss", "us", "is")):
-        return token[:-1]
-    return token
+    return plural_stem(token)
 
 
 def _is_quantity(token: str) -> bool:

@@ -11,16 +11,12 @@ import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
+from edge_runtime.read.english_words import FRACTIONS, ONES, SCALES, TENS
 from edge_runtime.errors import ConversionError
 
-_ONES = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen".split())}
-_TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
-_SCALES = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+_ONES, _TENS, _SCALES = ONES, TENS, SCALES
 _BIG = {w: v for w, v in _SCALES.items() if w != "hundred"}
-_ORDINALS = {"half": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
-             "eighth": 8, "ninth": 9, "tenth": 10}
+_ORDINALS = {w: d for w, d in FRACTIONS.items() if d <= 10}  # "one hundredth" is left to digits
 _DENOMINATORS = {**_ORDINALS, **{w + "s": d for w, d in _ORDINALS.items() if w != "half"}, "halves": 2}
 #: Units of time, which a question may state with an article alone ("after an hour", "a week later").
 TIME_UNITS = ("second", "minute", "hour", "day", "week", "month", "year")

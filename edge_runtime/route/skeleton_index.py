@@ -22,11 +22,10 @@ from typing import Iterable
 
 import numpy as np
 
+from edge_runtime.read.english_words import CARDINALS
+
 _WORD = re.compile(r"\d+(?:[.,/]\d+)*|[a-z]+(?:'[a-z]+)?|[$€£%?]")
-_NUMBER_WORDS = frozenset(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand".split()
-)
+_NUMBER_WORDS = frozenset(CARDINALS) - {"million"}
 _CURRENCY = {"€": "$", "£": "$"}
 
 

@@ -1,0 +1,64 @@
+"""The English number words and plural endings, in one place for the device and the builder.
+
+The importer (builder side) decides which numbers of a question become slots; the device reads
+the numbers of a new question back into those slots. When the two read "half", "two thirds" or
+"boxes" from tables of their own, they drift apart (they had: 20 number words only the importer
+knew, and the values of 10 shared words stored in opposite order). This module is device code, so
+the builder may import it and the device never imports the builder.
+
+``NUMBER_WORDS`` lists every word that states a number without being a cardinal, with the value
+it reads as first and then the other values a program may write for it ("half": 0.5, or the 2 of
+``x / 2``). ``DEVICE_UNREAD_WORDS`` are the ones the device does not count as a stated number today: a
+rate word ("weekly") names a unit more than a number, and reading the ordinals past "fifth" or
+"once" as numbers would change what the guard refuses. The importer still uses them to explain a
+program's constant; reading them on the device is a behaviour change to be measured first.
+"""
+
+from __future__ import annotations
+
+ONES: dict[str, int] = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen".split())}
+TENS: dict[str, int] = {w: 10 * i for i, w in enumerate(
+    "twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
+SCALES: dict[str, int] = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+#: The cardinal words a scanner looks for (scales past a million are read by the value reader only).
+CARDINALS: tuple[str, ...] = (*ONES, *TENS, "hundred", "thousand", "million")
+#: Fraction words by their denominator ("a third" is 1/3).
+FRACTIONS: dict[str, int] = {"half": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixth": 6,
+                             "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10, "hundredth": 100}
+
+#: The number words the device's mention scanner reads (edge_runtime.read.guard.scan), the value as read first.
+DEVICE_NUMBER_WORDS: dict[str, tuple[float, ...]] = {
+    "half": (0.5, 2), "halves": (0.5, 2), "halved": (0.5, 2), "halve": (0.5, 2), "twice": (2,), "double": (2,),
+    "doubled": (2,), "doubles": (2,), "triple": (3,), "tripled": (3,), "triples": (3,), "thrice": (3,),
+    "quadruple": (4,), "quadrupled": (4,), "dozen": (12,), "dozens": (12,), "third": (1 / 3, 3), "thirds": (1 / 3, 3),
+    "quarter": (0.25, 4), "quarters": (0.25, 4), "fifth": (0.2, 5), "fifths": (0.2, 5), "tenth": (0.1, 10),
+    "pair": (2,), "pairs": (2,),
+}
+#: Number words only the importer reads, to explain a program's constant (see the module docstring).
+DEVICE_UNREAD_WORDS: dict[str, tuple[float, ...]] = {
+    "fourth": (0.25, 4), "fourths": (0.25, 4), "sixth": (1 / 6, 6), "sixths": (1 / 6, 6), "seventh": (1 / 7, 7),
+    "eighth": (0.125, 8), "eighths": (0.125, 8), "ninth": (1 / 9, 9), "tenths": (0.1, 10), "hundredth": (0.01, 100),
+    "once": (1,), "couple": (2,),
+    "weekly": (7,), "daily": (1,), "hourly": (60,), "monthly": (12,), "annual": (12,), "yearly": (12,),
+    "percent": (100,), "percentage": (100,),
+}
+#: Every word that states a number without being a cardinal.
+NUMBER_WORDS: dict[str, tuple[float, ...]] = {**DEVICE_NUMBER_WORDS, **DEVICE_UNREAD_WORDS}
+
+
+def plural_stem(word: str) -> str:
+    """A crude stem: plural endings off (dollars -> dollar, boxes -> box, berries -> berry), lower case.
+
+    The one stemmer of the guard's word overlap and the template aligner's token comparison (they had
+    one each, which disagreed on four-letter words: "axes"). The importer's variable-name matching keeps
+    its own cruder rule (one "s" off, five letters kept): this stemmer there changes 4 of 1 219 entries."""
+    w = word.lower()
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 4 and w.endswith(("ches", "shes", "xes", "sses")):
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    return w
