@@ -23,8 +23,8 @@ from builder.pot_import.matching import sanitise
 from builder.pot_import.program import RunTimeout, deadline
 from builder.pot_import.transcripts import REASONS, Rejected, Transcript, join_transcripts
 from builder.pot_import.verify import ExactEmbedder, ImportOptions, ImportResult, Importer, describe_exc
-from edge_runtime.errors import UnsafeCodeError
 from edge_runtime.entries.validator import validate_source
+from edge_runtime.errors import UnsafeCodeError
 from edge_runtime.execute.worker_pool import _dumps_for_parent
 
 

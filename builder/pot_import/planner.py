@@ -22,8 +22,8 @@ from builder.pot_import.matching import (
 )
 from builder.pot_import.plan import ParamPlan, Plan
 from builder.pot_import.program import Literal, PalProgram, RESERVED_NAMES, close_to, is_docstring, numeric_node
-from edge_runtime.errors import ArcError
 from edge_runtime.entries.metadata import format_value
+from edge_runtime.errors import ArcError
 from edge_runtime.read.values import parse_quantity
 
 

@@ -26,9 +26,9 @@ from builder.pot_import.planner import plan_parameters
 from builder.pot_import.program import PalProgram, RunTimeout, deadline
 from builder.pot_import.render import normalised, render_source
 from builder.pot_import.transcripts import Rejected, Transcript
-from edge_runtime.route.embedder import Embedder
-from edge_runtime.errors import ArcError, CompileError, DefinitionError, ExtractionError, UnsafeCodeError
 from edge_runtime.entries.metadata import format_value
+from edge_runtime.errors import ArcError, CompileError, DefinitionError, ExtractionError, UnsafeCodeError
+from edge_runtime.route.embedder import Embedder
 
 
 class ExactEmbedder(Embedder):
