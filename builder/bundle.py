@@ -43,6 +43,7 @@ from edge_runtime.entries.compiler import CompiledEntry
 from edge_runtime.errors import BundleError, BundleFormatError, UnsafeCodeError
 from edge_runtime.entries.metadata import entry_to_dict
 from edge_runtime.entries.validator import validate_source
+from edge_runtime.read.packs import ReadingPackError, load_pack
 
 
 def builder_version() -> str:
@@ -72,6 +73,7 @@ def pack_bundle(
     verification: Mapping[str, Mapping[str, Any]] | None = None,
     blob_files: Mapping[str, bytes] | None = None,
     blob_dir: Path | None = None,
+    reading: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``out_dir/NAME-VERSION.arcb`` and return its path.
 
@@ -81,6 +83,9 @@ def pack_bundle(
 
     ``verification``: entry id -> its verification record (builder.verification), attested in the
     signed manifest; an entry without one is listed as unverified.
+
+    ``reading``: the manifest's ``{pack, settings}`` (edge_runtime/read/packs), checked here as a device would;
+    None leaves the field out (the device's default pack, en-word-problems/1).
 
     ``private_key_path=None`` (explicitly) writes an unsigned bundle with an all-zero signature,
     which devices load only with ``allow_unsigned=True``; it exists for development.
@@ -133,6 +138,11 @@ def pack_bundle(
         "public_key": public.hex() if public is not None else None,
         "key_id": key_id(public) if public is not None else None,
     }
+    if reading is not None:
+        try:
+            manifest["reading"] = load_pack(reading).manifest()
+        except ReadingPackError as exc:
+            raise BundleError(f"bundle {name}-{version}: {exc}") from exc
     try:
         manifest_bytes = msgpack.packb(manifest, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from builder.bundle import pack_bundle
 from builder.confined_build import compile_confined, read_sources
@@ -75,9 +75,11 @@ def build_bundle(
     progress: Callable[[str], None] = print,
     seed: int = 0,
     include_unverified: bool = True,
+    reading: Mapping[str, Any] | None = None,
 ) -> BundleBuild:
     """``include_unverified=False`` packs only entries whose verification record (``_meta/<id>.json``
-    beside the sources, written by the importer) says an independent solution agreed with them."""
+    beside the sources, written by the importer) says an independent solution agreed with them.
+    ``reading``: the manifest's ``{pack, settings}`` (None: no field, the device's default pack)."""
     rng = random.Random(seed)
     progress(f"registering and compiling the entry sources of {sources} in a confined process")
     confined = compile_confined(read_sources(sources))
@@ -116,6 +118,7 @@ def build_bundle(
         out_dir, name=name, version=version, compiled=compiled, private_key_path=private_key,
         extra_files=inline, routing=routing, target_model_dir=target_model_dir,
         verification={entry_id: v.to_dict() for entry_id, v in verification.items()}, blob_files=shared,
+        reading=reading,
     )
     progress(f"wrote {path} ({path.stat().st_size} bytes; routing table and tokenizer in {path.parent / 'blobs'}, "
              f"{sum(len(v) for v in shared.values())} bytes, sent to a device once)")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
@@ -30,6 +32,25 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"arc-build: {where}{exc.strerror or exc}; check the path", file=sys.stderr)
         return 2
+
+
+def _reading_arg(pack: str | None, settings: str | None) -> dict[str, Any] | None:
+    """``--reading``/``--reading-settings`` as the manifest's ``reading`` value, checked before any slow set-up."""
+    from edge_runtime.errors import BundleError
+    from edge_runtime.read.packs import ReadingPackError, reading_field
+
+    if pack is None:
+        if settings is not None:
+            raise BundleError("--reading-settings needs --reading PACK (en-word-problems/1, plain/1)")
+        return None
+    try:
+        parsed = json.loads(settings) if settings is not None else {}
+    except json.JSONDecodeError as exc:
+        raise BundleError(f"--reading-settings is not JSON ({exc}); pass an object, e.g. '{{\"target_overlap\": 0.4}}'") from exc
+    try:
+        return reading_field(pack, parsed)
+    except ReadingPackError as exc:
+        raise BundleError(f"--reading: {exc}") from exc
 
 
 def _entry_sources(directory: Path) -> Path:
@@ -84,6 +105,12 @@ def _main(argv: list[str] | None) -> int:
     bundle.add_argument("--include-unverified", action=argparse.BooleanOptionalAction, default=True,
                         help="also pack entries no independent solution verified (their status is in the manifest "
                              "and in every answer); --no-include-unverified packs verified entries only")
+    bundle.add_argument("--reading", default=None, metavar="PACK",
+                        help="the reading pack the device reads questions with, written in the signed manifest "
+                             "(en-word-problems/1, plain/1: docs/reading-packs.md; default: none named, which a "
+                             "device reads as en-word-problems/1)")
+    bundle.add_argument("--reading-settings", default=None, metavar="JSON",
+                        help='the pack\'s settings as a JSON object, e.g. \'{"target_overlap": 0.4}\' (with --reading)')
     pot = sub.add_parser("import-pot", formatter_class=fmt, help="turn Program-of-Thought transcripts into verified entry sources (offline)")
     pot.add_argument("file", type=Path, help="JSONL of transcripts (`code` with def solution(), e.g. pal_gsmhard_v2.jsonl)")
     pot.add_argument("--reference", type=Path, required=True, help="JSONL of questions with answers ending '#### N'")
@@ -201,10 +228,11 @@ def _main(argv: list[str] | None) -> int:
         if args.key is not None:
             load_private_key(args.key)  # a wrong --key fails now, not after minutes of set-up
         try:
+            reading = _reading_arg(args.reading, args.reading_settings)  # a wrong pack fails now too
             path = make_bundle(
                 _entry_sources(args.sources), args.out, name=args.name, version=args.version, key=args.key,
                 target_model=None if args.no_target_model else (args.target_model or "default"),
-                include_unverified=args.include_unverified,
+                include_unverified=args.include_unverified, reading=reading,
             )
         except ArcError as exc:
             print(f"arc-build: {exc}", file=sys.stderr)

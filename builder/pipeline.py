@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Mapping
 
 from rich.console import Console
 
@@ -35,12 +36,13 @@ def target_model_dir(source: str | Path | None) -> Path | None:
 def make_bundle(
     sources: Path, out_dir: Path, *, name: str, version: str, key: Path | None, target_model: str | Path | None,
     include_unverified: bool = True,
+    reading: Mapping[str, Any] | None = None,
 ) -> Path:
     model_dir = target_model_dir(target_model)
     embedder_dir = distill_static_embedder(EMBEDDER_DIR)
     result = build_bundle(
         sources, out_dir, name=name, version=version, private_key=key or default_key(),
         target_model_dir=model_dir, embedder_dir=embedder_dir, progress=console.log,
-        include_unverified=include_unverified,
+        include_unverified=include_unverified, reading=reading,
     )
     return result.path

@@ -24,8 +24,8 @@ from edge_runtime.errors import (
     ExtractionError,
     ResourceExhaustedError,
 )
-from edge_runtime.read.disclaimers import counts_what_template_counts, set_aside_disclaimed
 from edge_runtime.read.extractor import Extractor
+from edge_runtime.read.packs import load_pack
 from edge_runtime.route.skeleton_index import SkeletonIndex
 
 #: Runs compiled entry code: (bundle digest, entry id, module source, values, timeout seconds) -> Execution.
@@ -128,15 +128,17 @@ class Answerer:
         first = self._answer_once(query, entry_id=entry_id, timeout_s=timeout_s)
         if first.hit or not self.set_aside_disclaimers or first.miss_reason in _FINAL_MISSES:
             return first
+        # the bundle's reading pack (the extractor's): its set-aside phrases, if it has any
+        pack = getattr(self.extractor, "pack", None) or load_pack(None)
         try:
-            aside = set_aside_disclaimed(query)
+            aside = pack.set_aside(query)
         except Exception:  # noqa: BLE001 - the reading as written stands
             return first
         left = None if timeout_s is None else timeout_s - (time.perf_counter() - started)
-        if not aside.removed or (left is not None and left <= 0):
+        if aside is None or not aside.removed or (left is not None and left <= 0):
             return first
         second = self._answer_once(aside.question, entry_id=entry_id, timeout_s=left)
-        counted = counts_what_template_counts(aside, self.entries[second.entry_id].template) if second.hit else None
+        counted = pack.set_aside_counts(aside, self.entries[second.entry_id].template) if second.hit else None
         if not second.hit or counted is not None:
             # the question as written is the one to report on; a set-aside number the entry counts ("he eats 4
             # pears, which does not affect ...") was reasoning after all

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -83,9 +84,11 @@ def eval_key(directory: Path = EVAL_DIR / "keys") -> Path:
     return private
 
 
-def bundle_version(split: Split, with_model: bool, include_unverified: bool) -> str:
-    """Semantic versioning (a device refuses anything else) whose pre-release part names the content."""
-    return f"1.0.0-{split.digest}" + ("" if with_model else "-nomodel") + ("-all" if include_unverified else "")
+def bundle_version(split: Split, with_model: bool, include_unverified: bool, reading: str | None = None) -> str:
+    """Semantic versioning (a device refuses anything else) whose pre-release part names the content (and the
+    reading pack, when one is named: "plain/1" -> "-plain-1")."""
+    pack = "-" + re.sub(r"[^0-9A-Za-z]+", "-", reading) if reading else ""
+    return f"1.0.0-{split.digest}" + ("" if with_model else "-nomodel") + ("-all" if include_unverified else "") + pack
 
 
 def build_eval_bundle(
@@ -98,12 +101,14 @@ def build_eval_bundle(
     name: str = "gsm8k-eval",
     reuse: bool = True,
     include_unverified: bool = False,
+    reading: str | None = None,
 ) -> Path:
-    """Copy the chosen entry sources (and their verification records) into a temporary sources dir and
+    """``reading``: the reading pack named in the manifest (None: none, the device's default).
+    Copy the chosen entry sources (and their verification records) into a temporary sources dir and
     pack them with make_bundle; by default only the entries an independent solution verified."""
     from builder.pipeline import make_bundle
 
-    version = bundle_version(split, target_model is not None, include_unverified)
+    version = bundle_version(split, target_model is not None, include_unverified, reading)
     path = Path(out_dir) / f"{name}-{version}.arcb"
     if reuse and path.exists():
         return path
@@ -116,7 +121,8 @@ def build_eval_bundle(
             if meta.exists():
                 shutil.copy2(meta, sources / "_meta" / meta.name)
         return make_bundle(sources, Path(out_dir), name=name, version=version, key=key, target_model=target_model,
-                           include_unverified=include_unverified)
+                           include_unverified=include_unverified,
+                           reading={"pack": reading, "settings": {}} if reading else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-target-model", action="store_true")
     parser.add_argument("--include-unverified", action="store_true",
                         help="also pack the entries no independent program verified (default: verified entries only)")
+    parser.add_argument("--reading", default=None, metavar="PACK",
+                        help="name this reading pack in the bundle's manifest (docs/reading-packs.md; default: none)")
     parser.add_argument("--split", type=Path, default=None,
                         help="reuse a saved split.json (so a changed importer is compared on the same held-out entries)")
     args = parser.parse_args(argv)
@@ -143,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     split.save(args.out / "split.json")
     bundle = build_eval_bundle(args.registry, split, args.out / "bundles", key=eval_key(args.out / "keys"),
                                target_model=None if args.no_target_model else "default",
-                               include_unverified=args.include_unverified)
+                               include_unverified=args.include_unverified, reading=args.reading)
     sets = write_sets(args.out / "sets", split, args.registry)
     print(json.dumps({"bundle": str(bundle), "entries": len(split.bundle_ids), "unrelated": len(split.unrelated_ids),
                       "sets": {k: str(v) for k, v in sets.items()}}, indent=1))

@@ -78,6 +78,9 @@ class Bundle:
     #: path -> {"sha256", "size"}: files of the bundle kept out of line in the device's blob store
     #: (format 2). Their hashes are in the signed manifest; ``edge_runtime.bundles.bundle_blobs`` fetches and checks them.
     blobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the manifest's ``reading`` ({pack, settings}: the reading pack IS2 reads questions with), checked
+    #: against the packs this runtime knows; None when the manifest names none (the default pack).
+    reading: dict[str, Any] | None = None
 
 
 def key_id(public_key: bytes) -> str:
@@ -151,6 +154,7 @@ def read_bundle(
     target = manifest.get("target_model")
     if target is not None:
         _check_target_model(target, where)
+    reading = _check_reading(manifest.get("reading"), where)
     return Bundle(
         name=manifest["name"],
         version=manifest["version"],
@@ -166,7 +170,21 @@ def read_bundle(
         signed=verified_by is not None,
         digest=hashlib.sha256(data).hexdigest(),
         blobs=blobs,
+        reading=reading,
     )
+
+
+def _check_reading(reading: Any, where: str) -> dict[str, Any] | None:
+    """The manifest's ``reading`` field, refused (naming the packs this runtime knows) when it names an unknown
+    pack or settings the pack does not take: a bundle is never read with rules other than those it was built for."""
+    if reading is None:
+        return None
+    from edge_runtime.read.packs import ReadingPackError, load_pack  # imports the named pack only
+
+    try:
+        return load_pack(reading).manifest()
+    except ReadingPackError as exc:
+        raise BundleFormatError(f"{where}: manifest 'reading': {exc}") from exc
 
 
 def peek_blob_names(path: str | os.PathLike[str]) -> dict[str, str]:

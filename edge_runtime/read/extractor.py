@@ -26,20 +26,21 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from edge_runtime.read.draft import draft_values, named_choice
+from edge_runtime.read.draft import named_choice
 from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
-from edge_runtime.read.guard import same_value, scan
+from edge_runtime.read.guard import same_value
 from edge_runtime.read.json_constraint import JsonSlotsConstraint, SlotSpec
 from edge_runtime.model.lm_engine import KVState, LMEngine
 from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.read.packs import load_pack
+from edge_runtime.read.packs.base import ReadingPack
 from edge_runtime.read.param_values import read_param
+from edge_runtime.read.values import Quantity, parse_quantity
 from edge_runtime.read.template_align import aligned_values
 from edge_runtime.read.template_match import match_template
 
-SYSTEM = (
-    "You copy parameter values out of a question. Answer with JSON only. "
-    "Copy every value exactly as it is written in the question."
-)
+#: The extraction prompt's system text of the default pack (a bundle's pack gives its own: ReadingPack.system_prompt).
+SYSTEM = ReadingPack.system_prompt
 
 
 @dataclass
@@ -76,10 +77,10 @@ def example_spans(entry: EntryPoint) -> list[dict[str, str]]:
     return [variant]
 
 
-def prompt_parts(entry: EntryPoint, question: str) -> tuple[str, str]:
+def prompt_parts(entry: EntryPoint, question: str, system: str = SYSTEM) -> tuple[str, str]:
     """(prefix, suffix): the prefix depends on the entry only, so its KV state is reused."""
     lines = "\n".join(_param_line(p) for p in entry.params)
-    turns = [f"<|im_start|>system\n{SYSTEM}<|im_end|>\n"]
+    turns = [f"<|im_start|>system\n{system}<|im_end|>\n"]
     for spans in example_spans(entry):
         example_q = entry.template.format(**spans)
         example_a = json.dumps(spans, ensure_ascii=False)
@@ -100,12 +101,14 @@ def _slot_spec(param: Param, question: str) -> SlotSpec:
     return SlotSpec(param.name, (named,) if named is not None else tuple(str(c) for c in param.choices))
 
 
-def validate_spans(entry: EntryPoint, spans: dict[str, str]) -> dict[str, Any]:
-    """Typed values for every parameter, or ExtractionError('validation_failed')."""
+def validate_spans(entry: EntryPoint, spans: dict[str, str],
+                   read_quantity: Callable[[str], Quantity] = parse_quantity) -> dict[str, Any]:
+    """Typed values for every parameter (numbers read by the reading pack's ``read_quantity``), or
+    ExtractionError('validation_failed')."""
     values = {}
     for param in entry.params:
         try:
-            values[param.name] = read_param(param, spans.get(param.name, ""))
+            values[param.name] = read_param(param, spans.get(param.name, ""), read_quantity)
         except ParameterValidationError as exc:
             raise ExtractionError("validation_failed", str(exc)) from exc
     return values
@@ -124,6 +127,7 @@ class Extractor:
         use_alignment: bool = True,
         impossible_rereads: int | None = None,
         draft_check: Callable[[EntryPoint, str, dict[str, Any]], bool] | None = None,
+        reading: ReadingPack | None = None,
     ) -> None:
         """``on_disagreement`` decides what a model-path extraction may serve:
         ``"miss"`` (the default on devices) serves only a draft the model accepts whole — two
@@ -141,7 +145,9 @@ class Extractor:
         right, 0 wrong, no changed or unrelated question served; the model's own reading costs a pass per
         token and a KV state, which on model-heavy loads costs throughput and memory the device goals need.
         ``draft_check`` (the runtime passes its guard) is asked first whether the draft's values could be
-        served at all, so that reading is spent only where the draft would pass."""
+        served at all, so that reading is spent only where the draft would pass.
+        ``reading``: the bundle's reading pack (number reading, draft, prompt; default en-word-problems/1); a pack
+        that does not read reworded questions (``reads_reworded``) leaves only the template and aligned paths."""
         if on_disagreement not in ("decode", "miss"):
             raise ValueError("on_disagreement must be 'decode' or 'miss'")
         self.engine = engine
@@ -151,6 +157,7 @@ class Extractor:
         self.use_alignment = use_alignment
         self.impossible_rereads = impossible_rereads
         self.draft_check = draft_check
+        self.pack = reading if reading is not None else load_pack(None)
         self._rereading = threading.BoundedSemaphore(2)
         if engine is not None:
             template = (engine.root / "chat_template.jinja").read_text(encoding="utf-8") if (
@@ -158,6 +165,9 @@ class Extractor:
             ).exists() else ""
             if "<|im_start|>" not in template:
                 raise TargetModelError("the extractor's prompt needs a ChatML chat template (<|im_start|>)")
+
+    def _validate(self, entry: EntryPoint, spans: dict[str, str]) -> dict[str, Any]:
+        return validate_spans(entry, spans, self.pack.read_quantity)
 
     def fast_path(self, entry: EntryPoint, question: str) -> Extraction | None:
         """The model-free read: the template with new slot values, else (with ``use_alignment``) the
@@ -170,7 +180,7 @@ class Extractor:
             slots, path = aligned_values(entry.template, entry.params, question), "aligned"
         if slots is None:
             return None
-        return Extraction(validate_spans(entry, slots), slots, path, seconds=time.perf_counter() - started)
+        return Extraction(self._validate(entry, slots), slots, path, seconds=time.perf_counter() - started)
 
     def extract(self, entry: EntryPoint, question: str, *, fast_paths: bool = True) -> Extraction:
         """IS2 for one entry; ``fast_paths=False`` when the caller has tried ``fast_path`` already."""
@@ -184,10 +194,12 @@ class Extractor:
             else:
                 if fast is not None:
                     return fast
-        if self.engine is None:
+        if self.engine is None or not self.pack.reads_reworded:
             if template_failure is not None:
                 raise template_failure
-            raise ExtractionError("extraction_failed", "the question does not match the template and no target model is loaded")
+            why = ("no target model is loaded" if self.engine is None
+                   else f"the bundle's reading pack {self.pack.name} reads no reworded question")
+            raise ExtractionError("extraction_failed", f"the question does not match the template and {why}")
         try:
             extraction = self._with_model(entry, question)
         except TargetModelError as exc:  # e.g. a model that failed to load in the background
@@ -197,7 +209,7 @@ class Extractor:
             if template_failure is not None:
                 raise template_failure from None
             raise
-        extraction.values = validate_spans(entry, extraction.spans)
+        extraction.values = self._validate(entry, extraction.spans)
         extraction.seconds = time.perf_counter() - started
         return extraction
 
@@ -205,14 +217,14 @@ class Extractor:
     def _with_model(self, entry: EntryPoint, question: str) -> Extraction:
         engine = self.engine
         assert engine is not None
-        prefix, suffix = prompt_parts(entry, question)
+        prefix, suffix = prompt_parts(entry, question, self.pack.system_prompt)
         t0 = time.perf_counter()
         state = engine.prefix_state(engine.encode(prefix))
         t1 = time.perf_counter()
         suffix_ids = engine.encode(suffix)
         slots = [_slot_spec(p, question) for p in entry.params]
         machine = JsonSlotsConstraint(engine, slots, question.strip())
-        draft = draft_values(entry.template, entry.params, question) if self.use_draft else None
+        draft = self.pack.draft(entry.template, entry.params, question) if self.use_draft else None
         passes = 0
         accepted = 0
         draft_ids: list[int] = []
@@ -299,8 +311,8 @@ class Extractor:
         names = [p.name for p in entry.params]
         differ = {n for n in names if reading.get(n) != draft[n]}
         agreed = {reading.get(n) for n in names if n not in differ}
-        if not (differ and differ <= _over_used(entry, reading, question)
-                and all(reading.get(n) in agreed for n in differ) and not _over_used(entry, draft, question)):
+        if not (differ and differ <= _over_used(entry, reading, question, self.pack)
+                and all(reading.get(n) in agreed for n in differ) and not _over_used(entry, draft, question, self.pack)):
             return None
         draft_score = self._reading_score(slots, question, draft_ids, hidden_rows)
         for name in differ:
@@ -308,7 +320,7 @@ class Extractor:
                 repair = dict(draft)
                 repair[name], repair[partner] = reading[name], draft[name]
                 try:
-                    validate_spans(entry, repair)
+                    self._validate(entry, repair)
                 except ExtractionError:
                     continue
                 repair_ids = JsonSlotsConstraint(engine, slots, question.strip()).draft_tokens([repair[n] for n in names])
@@ -331,7 +343,7 @@ class Extractor:
     def _draft_may_serve(self, entry: EntryPoint, question: str, draft: dict[str, str]) -> bool:
         """The draft's values are valid and pass ``draft_check`` (true when there is none)."""
         try:
-            values = validate_spans(entry, {p.name: draft[p.name] for p in entry.params})
+            values = self._validate(entry, {p.name: draft[p.name] for p in entry.params})
         except ExtractionError:
             return False
         return self.draft_check is None or self.draft_check(entry, question, values)
@@ -436,16 +448,17 @@ class Extractor:
         )
 
 
-def _over_used(entry: EntryPoint, spans: dict[str, str], question: str) -> set[str]:
+def _over_used(entry: EntryPoint, spans: dict[str, str], question: str, pack: ReadingPack | None = None) -> set[str]:
     """The slots of a reading that fill more slots with a number than the question states it: "120" for the
     price and for the years of "three years ... $120". One stated number fills one slot: such a reading is impossible."""
-    mentions = scan(question)
+    pack = pack if pack is not None else load_pack(None)
+    mentions = pack.scan(question)
     slots: dict[float, list[str]] = {}
     for param in entry.params:
         if param.choices is not None or param.type is str or param.type is bool:
             continue
         try:
-            value = float(read_param(param, spans.get(param.name, "")))
+            value = float(read_param(param, spans.get(param.name, ""), pack.read_quantity))
         except (ParameterValidationError, TypeError, ValueError):
             continue
         slots.setdefault(value, []).append(param.name)

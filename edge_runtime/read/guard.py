@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from edge_runtime.read.english_words import CARDINALS, DEVICE_NUMBER_WORDS, plural_stem
 from edge_runtime.errors import ConversionError
@@ -256,9 +256,18 @@ class Verdict:
 class ReasoningGuard:
     """``guard(entry, question, values, path) -> None | reason`` for the Answerer."""
 
-    def __init__(self, config: GuardConfig | None = None, embedder: Any = None) -> None:
+    def __init__(self, config: GuardConfig | None = None, embedder: Any = None, *,
+                 scanner: Callable[[str], list[Mention]] | None = None, phrase_rules: bool = True) -> None:
+        """``scanner``: the numbers a text states (the reading pack's; default ``scan``, English number words
+        included). ``phrase_rules=False`` keeps the structural checks only — every numeric value is a number
+        the question states, every constant of the template is stated, no other number, a fraction or a
+        percent stays one — and drops every rule that reads English words: the restatement of a number, "a
+        certain", "another", a time unit stated with an article, a month's days, a share "half of 40" and
+        the final-question checks (edge_runtime/read/packs/plain.py)."""
         self.config = config or GuardConfig()
         self.embedder = embedder  # the bundle's static embedder, for GuardConfig.target_similarity
+        self._scan = scanner or scan
+        self.phrase_rules = phrase_rules
         self._templates: dict[str, _TemplateFacts] = {}
 
     def __call__(self, entry: EntryPoint, question: str, values: dict[str, Any], path: str) -> str | None:
@@ -278,7 +287,7 @@ class ReasoningGuard:
         cached = self._templates.get(entry.id)
         if cached is None:
             literal = _SLOT.sub(" \x00 ", entry.template)
-            constants = [(m, _context(literal, m.start, m.end)) for m in scan(literal)]
+            constants = [(m, _context(literal, m.start, m.end)) for m in self._scan(literal)]
             slots = {}
             for match in _SLOT.finditer(entry.template):
                 name = match.group(1)
@@ -295,7 +304,7 @@ class ReasoningGuard:
                 # before its givens; a rewording may state them in a sentence of their own
                 target = head
             plain = _WORD.findall(literal.lower())
-            months = tuple(w for w in dict.fromkeys(plain) if w in MONTH_DAYS)
+            months = tuple(w for w in dict.fromkeys(plain) if w in MONTH_DAYS) if self.phrase_rules else ()
             fraction_pairs = re.findall(r"\{(\w+)\}\s*/\s*\{(\w+)\}", entry.template)
             worded = {name: word.lower() for name, word in re.findall(rf"\{{(\w+)\}}[\s-]+({_PARTS})", entry.template)}
             before_of = frozenset(re.findall(r"\{(\w+)\}\s+(?:times\s+)?of\b", entry.template))
@@ -319,7 +328,7 @@ class ReasoningGuard:
         cfg = self.config
         facts = self._template(entry)
         literal, template_words, template_target = facts.literal, facts.words, facts.target
-        mentions = scan(question)
+        mentions = self._scan(question)
         contexts = [_context(question, m.start, m.end) for m in mentions]
         used: set[int] = set()
         checks: dict[str, Any] = {}
@@ -341,7 +350,7 @@ class ReasoningGuard:
             index = _best(mentions, contexts, used, slot, lambda m: same_value(m.values[0], stated))
             if index is None:
                 index = _best(mentions, contexts, used, slot, lambda m: any(same_value(v, stated) or same_value(v, value) for v in m.values))
-            if index is None and name not in facts.before_of:  # "{f} of the {n} students": the "of" is the template's
+            if index is None and self.phrase_rules and name not in facts.before_of:  # "{f} of the {n} students"
                 others = [v for n, v, _ in numeric if n != name]
                 pair = _share_of(question, mentions, used, value, others)
                 if pair is not None:  # "half of 40" states the 20: both numbers are the slot's
@@ -383,7 +392,7 @@ class ReasoningGuard:
                                "plain number", checks)
         # 1a'. (a reworded question) a slot's number left unstated in its place: "combine a certain mL of one
         # medicine" where the template combines "{m} mL": the value was removed, whatever number was read for it
-        if model_path and cfg.check_values:
+        if model_path and cfg.check_values and self.phrase_rules:
             for match in _UNSTATED.finditer(question):
                 before = _WORD.findall(question[:match.start()].lower())
                 name = facts.after_slot.get((before[-1] if before else "", match["word"].lower()))
@@ -391,7 +400,7 @@ class ReasoningGuard:
                     return Verdict(f"the question leaves {name!r} unstated ({match.group(0)!r})", checks)
         # 1b. (a reworded question) each value's neighbouring words share something with its slot's or its
         # description: "Jane spends less minutes ... 5 more oranges" does not give Jane's 5 minutes.
-        if model_path and cfg.check_context:
+        if model_path and cfg.check_context and self.phrase_rules:
             described = {p.name: content_words(p.description) for p in entry.params}
             for name, index in bound.items():
                 slot = facts.slots.get(name, (set(), set()))
@@ -414,7 +423,7 @@ class ReasoningGuard:
                 used.add(index)
         # a span of time the template states with an article ("after an hour", "in a week") is a constant
         # too: a question that no longer names that unit has dropped it
-        missing += [m.group(0) for m in _ARTICLE_UNIT.finditer(literal)
+        missing += [m.group(0) for m in (_ARTICLE_UNIT.finditer(literal) if self.phrase_rules else ())
                     if not re.search(rf"\b{m['unit']}s?\b", question, re.IGNORECASE)]
         # a month the template names states its days ("in June": 30): the question must name a month as long
         question_words = set(_WORD.findall(question.lower()))
@@ -433,11 +442,11 @@ class ReasoningGuard:
             if i in used or (mention.weak and not cfg.weak_numbers):
                 continue
             span = next(((s, e) for s, e in spans if s <= mention.start < e), (0, len(question)))
-            restated = _restated(question, mentions, used, i, span, spans)
+            restated = _restated(question, mentions, used, i, span, spans) if self.phrase_rules else None
             added.append({"text": mention.text, "restates": restated})
         checks["unexplained"] = added
         if cfg.check_added:
-            extra = (question_words & _ANOTHER) - facts.plain_words
+            extra = (question_words & _ANOTHER) - facts.plain_words if self.phrase_rules else set()
             if extra:  # "She bought another set of pots": an operation added without a number
                 return Verdict(f"the question says {sorted(extra)[0]!r}, which adds to the entry's reasoning", checks)
             for item in added:
@@ -445,7 +454,9 @@ class ReasoningGuard:
                     return Verdict(f"the question states {item['text']!r}, a quantity the entry's reasoning does not use "
                                    "(an added operation, unless the question says it does not count)", checks)
 
-        # 4. the final question asks for the same thing.
+        # 4. the final question asks for the same thing (read by English question words: phrase rules).
+        if not self.phrase_rules:
+            return Verdict(None, checks)
         asked = target_clause(question)
         t_noun, q_noun = asked_noun(template_target), asked_noun(asked)
         t_words = content_words(_remove_numbers(template_target.replace("#", " ")))
@@ -464,7 +475,7 @@ class ReasoningGuard:
                                checks)
             # Only what the final question asks, not the givens it may state ("What will $2000 grow to in
             # 5 years at 4%, compounded quarterly?"): its words up to its first number.
-            stated = scan(asked)
+            stated = self._scan(asked)
             asking = content_words(asked[: stated[0].start] if stated else asked)
             given = sorted((asking - t_words) & template_words)
             checks["target"]["given_words"] = given

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable
 
 from edge_runtime.errors import ConversionError, ParameterValidationError
 from edge_runtime.entries.metadata import Param
-from edge_runtime.read.values import parse_quantity
+from edge_runtime.read.values import Quantity, parse_quantity
 
 _YES = {"yes", "true", "y"}
 _NO = {"no", "false", "n"}
 
 
-def read_param(param: Param, text: str) -> Any:
-    """Interpret ``text`` as ``param`` would (numbers, number words, fractions, choices) and validate it."""
+def read_param(param: Param, text: str, read_quantity: Callable[[str], Quantity] = parse_quantity) -> Any:
+    """Interpret ``text`` as ``param`` would (numbers as the reading pack's ``read_quantity`` reads them — by
+    default number words and fractions too —, choices) and validate it."""
     span = text.strip().strip("\"'").strip()
     if not span:
         raise ParameterValidationError(param.name, "no value found")
@@ -22,7 +23,7 @@ def read_param(param: Param, text: str) -> Any:
         value: Any = _choice(param, span)
     elif param.type in (int, float, Fraction):
         try:
-            quantity = parse_quantity(span)
+            quantity = read_quantity(span)
         except ConversionError as exc:
             raise ParameterValidationError(param.name, str(exc)) from exc
         if param.unit is not None and quantity.unit is not None and quantity.unit.lower() != param.unit.lower():

@@ -288,13 +288,14 @@ class EdgeRuntime:
         files = resolve_files(bundle, self.blobs)  # out-of-line blobs, hashed before use; missing ones named
         engine = self._engine_for(bundle)
         router, threshold = self._router_for(bundle, files)
-        from edge_runtime.read.guard import make_guard
+        from edge_runtime.read.packs import load_pack
 
-        guard = make_guard(getattr(router, "embedder", None)) if self.options.guard else None
+        reading = load_pack(bundle.reading)  # the pack the bundle's signed manifest names (checked when read)
+        guard = reading.make_guard(getattr(router, "embedder", None)) if self.options.guard else None
         extractor = Extractor(engine, on_disagreement=self.options.on_disagreement,
                               impossible_rereads=self.options.impossible_rereads if guard else None,
                               draft_check=(lambda entry, question, values: guard(entry, question, values, "lm-reread")
-                                           is None) if guard else None)
+                                           is None) if guard else None, reading=reading)
         return Answerer(
             name=bundle.name, version=bundle.version, digest=bundle.digest, entries=bundle.entries,
             modules=bundle.modules, router=router, threshold=threshold, extractor=extractor,

@@ -1,0 +1,67 @@
+"""``en-word-problems/1``: the rules every bundle was read with before packs (the default) — English
+number words, the guard tuned on GSM8K-style word problems, the set-aside phrases, the aligner's draft.
+
+It owns no table of its own: it names the modules that hold today's rules (edge_runtime/read/values.py
+reads numbers and number words, guard.py scans mentions and judges, disclaimers.py sets statements
+aside, draft.py drafts the model's answer), so a bundle without a ``reading`` field is read exactly as
+before. Its settings are the guard's thresholds and switches (``GuardConfig``), defaults as tuned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from edge_runtime.entries.metadata import Param
+from edge_runtime.read import disclaimers, draft, guard, values
+from edge_runtime.read.packs.base import Guard, ReadingPack, Setting
+
+
+def _share(value: float) -> str | None:
+    return None if 0.0 <= value <= 1.0 else "must be between 0 and 1"
+
+
+def _cosine(value: float) -> str | None:
+    return None if -1.0 <= value <= 1.0 else "must be between -1 and 1"
+
+
+def _at_least_one(value: int) -> str | None:
+    return None if value >= 1 else "must be at least 1"
+
+
+_SETTINGS: dict[str, Setting] = {
+    "target_overlap": Setting((float,), _share, "share of the template's target words the final question keeps"),
+    "target_similarity": Setting((float, None), _cosine, "embedding similarity that lets a final question pass"),
+    "model_path_reversal_words": Setting((int, None), _at_least_one, "given-words that make a model-path reversal"),
+}
+_SETTINGS.update({f.name: Setting((bool,), None, "a GuardConfig switch") for f in fields(guard.GuardConfig)
+                  if f.name not in _SETTINGS})
+
+
+class EnWordProblems(ReadingPack):
+    """English word problems (GSM8K-style): today's rules, behaviour identical."""
+
+    name = "en-word-problems/1"
+    SETTINGS = _SETTINGS
+
+    def __init__(self, settings: Any = None) -> None:
+        super().__init__(settings)
+        self.guard_config = guard.GuardConfig(**self.settings)
+
+    def read_quantity(self, text: str) -> values.Quantity:
+        return values.parse_quantity(text)
+
+    def scan(self, text: str) -> list[guard.Mention]:
+        return guard.scan(text)
+
+    def make_guard(self, embedder: Any = None) -> Guard:
+        return guard.ReasoningGuard(self.guard_config, embedder)
+
+    def set_aside(self, question: str) -> disclaimers.SetAside | None:
+        return disclaimers.set_aside_disclaimed(question)
+
+    def set_aside_counts(self, aside: disclaimers.SetAside, template: str) -> str | None:
+        return disclaimers.counts_what_template_counts(aside, template)
+
+    def draft(self, template: str, params: tuple[Param, ...], question: str) -> dict[str, str] | None:
+        return draft.draft_values(template, params, question)
