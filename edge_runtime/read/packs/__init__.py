@@ -8,7 +8,8 @@ rules, and adding a pack is one file and one line here (docs/reading-packs.md).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from edge_runtime.read.packs.base import ReadingPack
@@ -30,7 +31,7 @@ def known_packs() -> tuple[str, ...]:
     return tuple(sorted(PACKS))
 
 
-def pack_class(name: str) -> "type[ReadingPack]":
+def pack_class(name: str) -> type[ReadingPack]:
     """The class registered under ``name``, importing its module now (ReadingPackError if unknown)."""
     if not isinstance(name, str) or name not in PACKS:
         raise ReadingPackError(f"unknown reading pack {name!r}; this runtime knows {', '.join(known_packs())}")
@@ -38,7 +39,7 @@ def pack_class(name: str) -> "type[ReadingPack]":
     return getattr(importlib.import_module(module), cls)
 
 
-def load_pack(reading: Mapping[str, Any] | None = None) -> "ReadingPack":
+def load_pack(reading: Mapping[str, Any] | None = None) -> ReadingPack:
     """The pack a manifest's ``reading`` field names, with its settings checked (None: the default pack)."""
     if reading is None:
         return pack_class(DEFAULT_PACK)({})

@@ -10,8 +10,9 @@ each (edge_runtime/read/packs/); a bundle names its pack in its signed manifest.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from edge_runtime.read.packs import ReadingPackError
 
@@ -79,12 +80,12 @@ class ReadingPack(ABC):
 
     # ---- numbers -----------------------------------------------------------------------------
     @abstractmethod
-    def read_quantity(self, text: str) -> "Quantity":
+    def read_quantity(self, text: str) -> Quantity:
         """One number and its optional unit from a span (a slot's text, a span the model copied);
         ConversionError unless it holds exactly one number this pack reads."""
 
     @abstractmethod
-    def scan(self, text: str) -> "list[Mention]":
+    def scan(self, text: str) -> list[Mention]:
         """Every number ``text`` states that this pack reads, in order (what the guard accounts for)."""
 
     # ---- the guard -----------------------------------------------------------------------------
@@ -93,16 +94,16 @@ class ReadingPack(ABC):
         """A new guard for one bundle (it caches per entry, so one per Answerer); ``embedder`` the bundle's."""
 
     # ---- set-aside phrases -----------------------------------------------------------------------
-    def set_aside(self, question: str) -> "SetAside | None":
+    def set_aside(self, question: str) -> SetAside | None:
         """The question without the statements it calls irrelevant itself, or None (no phrase rules)."""
         return None
 
-    def set_aside_counts(self, aside: "SetAside", template: str) -> str | None:
+    def set_aside_counts(self, aside: SetAside, template: str) -> str | None:
         """A removed number the template counts (the reading is then discarded), else None."""
         return None
 
     # ---- the model path --------------------------------------------------------------------------
-    def draft(self, template: str, params: "tuple[Param, ...]", question: str) -> dict[str, str] | None:
+    def draft(self, template: str, params: tuple[Param, ...], question: str) -> dict[str, str] | None:
         """The draft of every parameter's span for the model to verify in one pass, or None (no draft)."""
         return None
 
