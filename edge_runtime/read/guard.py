@@ -637,11 +637,9 @@ def make_guard(embedder: Any = None, config: GuardConfig | None = None) -> Reaso
 
 
 def check(entry: EntryPoint, question: str, values: dict[str, Any], path: str = "lm-draft") -> str | None:
-    """One-off check with the default configuration (None: may be served; else the refusal)."""
-    return _DEFAULT(entry, question, values, path)
-
-
-_DEFAULT = ReasoningGuard()
+    """One-off check with the default configuration (None: may be served; else the refusal). A new guard each
+    time: a shared one would keep the facts of an earlier entry with the same id (its per-entry cache)."""
+    return ReasoningGuard()(entry, question, values, path)
 
 
 def explain(entry: EntryPoint, question: str, values: dict[str, Any], config: GuardConfig | None = None,

@@ -3,7 +3,7 @@ word problems (unit conversions, invoices, API payloads).
 
 What it keeps, and why:
 - **numbers**: digits, decimals, thousands separators, fractions ("1/2") and mixed numbers ("3 1/2"), with a
-  sign, a currency symbol before ("$12.50") and a unit after ("2.5 kg", "3 apples", "15%"), read exactly.
+  sign, a currency symbol before ("$12.50") and a one-word unit after ("2.5 kg", "3 apples", "15%"), read exactly.
   These mean the same in any language and any domain. No number words ("three", "a dozen", "twice", "half"):
   a word is read as a word, so a slot filled by "three" fails validation and the question misses.
 - **the guard's structural checks** (edge_runtime/read/guard.py with ``phrase_rules=False``): every numeric
@@ -35,6 +35,9 @@ _CURRENCY = "$€£¥₹"
 _MENTION = re.compile(rf"(?<![\w.]){DIGITS}{DIGITS_END}")
 _ORDINAL_AFTER = re.compile(r"(?:st|nd|rd|th)\b", re.IGNORECASE)
 _PERCENT_AFTER = re.compile(r"\s*%")
+#: A unit is one word with no digit and no sign in front: "kg", "apples", "%", "km/h", "°C". Several words may
+#: hide a number plain/1 cannot read ("3/4 of one hundred"), so they are refused rather than taken for a unit.
+_UNIT = re.compile(r"%|[^\s\d+\-–~/][^\s\d]*")
 _SPAN = re.compile(
     rf"(?P<s1>[+-])?\s*(?P<cur>[{_CURRENCY}])?\s*(?P<s2>[+-])?\s*"
     r"(?P<num>\d+\s+\d+\s*/\s*\d+|\d+\s*/\s*\d+|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+)"
@@ -70,12 +73,9 @@ def read_plain(text: str) -> Quantity:
     rest = match["rest"].strip()
     unit: str | None = None
     if rest:
-        if rest == "%":
-            unit = "%"
-        elif re.search(r"\d", rest) or rest[0] in "-+–~/":
-            raise ConversionError(f"{text!r} does not hold exactly one number (left over: {rest!r})")
-        else:
-            unit = rest
+        if not _UNIT.fullmatch(rest):  # "3/4 of one hundred", "2 or 3", "5 - 3": more than one number and a unit
+            raise ConversionError(f"{text!r} does not hold exactly one number and a one-word unit (left over: {rest!r})")
+        unit = rest
     if match["cur"]:
         if unit:
             raise ConversionError(f"{text!r} has two units: {match['cur']!r} and {unit!r}")

@@ -25,7 +25,8 @@ def test_plain_reads_digits_decimals_and_fractions(text, value, unit):
     assert quantity.value == value and quantity.unit == unit
 
 
-@pytest.mark.parametrize("text", ["three", "a dozen", "half", "twice", "forty-two", "2 or 3", "1/0", "", "5 - 3"])
+@pytest.mark.parametrize("text", ["three", "a dozen", "half", "twice", "forty-two", "2 or 3", "1/0", "", "5 - 3",
+                                  "3/4 of one hundred", "10 square metres"])
 def test_plain_reads_no_number_words_and_nothing_but_one_number(text):
     with pytest.raises(ConversionError):
         PLAIN.read_quantity(text)
