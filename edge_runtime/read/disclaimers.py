@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from edge_runtime.read.guard import content_words, scan, sentences
+from edge_runtime.read.guard import content_words, sentences
+from edge_runtime.read.mentions import scan
 
 #: Phrases by which a question declares a statement irrelevant to what it asks. Not "expired", "not
 #: participating", "unaffected" or "not counted": those often describe a quantity to take away ("3 of which

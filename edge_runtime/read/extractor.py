@@ -28,7 +28,7 @@ import numpy as np
 
 from edge_runtime.read.draft import named_choice
 from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
-from edge_runtime.read.guard import same_value
+from edge_runtime.read.mentions import same_value
 from edge_runtime.read.json_constraint import JsonSlotsConstraint, SlotSpec
 from edge_runtime.model.lm_engine import KVState, LMEngine
 from edge_runtime.entries.metadata import EntryPoint, Param

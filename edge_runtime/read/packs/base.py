@@ -19,7 +19,7 @@ from edge_runtime.read.packs import ReadingPackError
 if TYPE_CHECKING:
     from edge_runtime.entries.metadata import EntryPoint, Param
     from edge_runtime.read.disclaimers import SetAside
-    from edge_runtime.read.guard import Mention
+    from edge_runtime.read.mentions import Mention
     from edge_runtime.read.values import Quantity
 
 #: (entry, question, values, IS2 path) -> None (may be served) or why the reasoning changed.

@@ -2,8 +2,8 @@
 number words, the guard tuned on GSM8K-style word problems, the set-aside phrases, the aligner's draft.
 
 It owns no table of its own: it names the modules that hold today's rules (edge_runtime/read/values.py
-reads numbers and number words, guard.py scans mentions and judges, disclaimers.py sets statements
-aside, draft.py drafts the model's answer), so a bundle without a ``reading`` field is read exactly as
+reads numbers and number words from the one English table, english_words.py; mentions.py scans them;
+guard.py judges; disclaimers.py sets statements aside; draft.py drafts the model's answer), so a bundle without a ``reading`` field is read exactly as
 before. Its settings are the guard's thresholds and switches (``GuardConfig``), defaults as tuned.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import fields
 from typing import Any
 
 from edge_runtime.entries.metadata import Param
-from edge_runtime.read import disclaimers, draft, guard, values
+from edge_runtime.read import disclaimers, draft, guard, mentions, values
 from edge_runtime.read.packs.base import Guard, ReadingPack, Setting
 
 
@@ -51,8 +51,8 @@ class EnWordProblems(ReadingPack):
     def read_quantity(self, text: str) -> values.Quantity:
         return values.parse_quantity(text)
 
-    def scan(self, text: str) -> list[guard.Mention]:
-        return guard.scan(text)
+    def scan(self, text: str) -> list[mentions.Mention]:
+        return mentions.scan(text)
 
     def make_guard(self, embedder: Any = None) -> Guard:
         return guard.ReasoningGuard(self.guard_config, embedder)

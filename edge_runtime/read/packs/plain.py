@@ -27,7 +27,8 @@ from fractions import Fraction
 from typing import Any
 
 from edge_runtime.errors import ConversionError
-from edge_runtime.read.guard import GuardConfig, Mention, ReasoningGuard
+from edge_runtime.read.guard import GuardConfig, ReasoningGuard
+from edge_runtime.read.mentions import Mention
 from edge_runtime.read.packs.base import Guard, ReadingPack
 from edge_runtime.read.values import DIGITS, DIGITS_END, Quantity
 
