@@ -42,7 +42,7 @@ from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.read.english_words import plural_stem
 from edge_runtime.read.mentions import NUMBER as _NUMBER
 from edge_runtime.read.mentions import PERCENT_AFTER as _PERCENT_AFTER
-from edge_runtime.read.mentions import Mention, same_value, scan
+from edge_runtime.read.mentions import STRUCTURAL, Mention, same_value, scan
 from edge_runtime.read.mentions import read_values as _read
 from edge_runtime.read.mentions import shares_value as _shares_value
 from edge_runtime.read.values import MONTH_DAYS, TIME_UNITS, reads_as_share
@@ -570,4 +570,4 @@ def explain(entry: EntryPoint, question: str, values: dict[str, Any], config: Gu
 
 
 __all__ = ["GuardConfig", "Mention", "ReasoningGuard", "Verdict", "check", "explain", "make_guard", "scan",
-           "target_clause", "asked_noun", "content_words"]
+           "target_clause", "asked_noun", "content_words", "same_value", "STRUCTURAL"]
