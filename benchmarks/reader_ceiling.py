@@ -145,8 +145,8 @@ def measure(bundle_path: Path, queries: Path, readers: list[str]) -> dict[str, A
             engine, guard = answerer.extractor.engine, answerer.guard
             for reader in readers:
                 extractor = _extractor(reader, engine)
-                answerer.extractor = extractor
-                answerer.guard = None if reader == "oracle-no-guard" else (guard or make_guard())
+                answerer.read.extractor = extractor
+                answerer.read.guard = None if reader == "oracle-no-guard" else (guard or make_guard())
                 kinds: dict[str, dict[str, int]] = {}
                 changed = changed_served = 0
                 for row in tqdm(rows, desc=reader, unit="q"):

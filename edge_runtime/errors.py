@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
+
+from edge_runtime.outcome import MissReason, ServingPath
 
 
 class ArcError(Exception):
@@ -72,13 +74,34 @@ class ParameterValidationError(ArcError):
         super().__init__(f"parameter {param!r}: {detail}")
 
 
-class ExtractionError(ArcError):
-    """IS2 could not produce a valid parameter set; ``reason`` is the MISS reason users see."""
+class Miss(ArcError):
+    """A stage could not serve the question: ``reason`` is the MISS reason users see, ``detail`` says why.
 
-    def __init__(self, reason: str, detail: str) -> None:
-        self.reason = reason
+    Every stage of the pipeline (edge_runtime/pipeline.py) raises this one type; the pipeline turns it into the
+    MISS answer. What the stage knew by then (the entry it tried, its similarity, the values read and how) goes
+    with it, so the answer reports it."""
+
+    def __init__(self, reason: MissReason | str, detail: str, *, entry_id: str = "", similarity: float = 0.0,
+                 parameters: dict[str, Any] | None = None, path: ServingPath | None = None) -> None:
+        self.reason = MissReason(reason)
         self.detail = detail
-        super().__init__(f"{reason}: {detail}")
+        self.entry_id = entry_id
+        self.similarity = similarity
+        self.parameters = dict(parameters or {})
+        self.path = path
+        super().__init__(f"{self.reason}: {detail}")
+
+    def at(self, entry_id: str, similarity: float) -> Miss:
+        """The same miss, reported against the candidate it happened on."""
+        return Miss(self.reason, self.detail, entry_id=entry_id, similarity=similarity, parameters=self.parameters,
+                    path=self.path)
+
+
+class ExtractionError(Miss):
+    """IS2 could not produce a valid parameter set (``extraction_failed`` or ``validation_failed``)."""
+
+    def __init__(self, reason: MissReason | str, detail: str) -> None:
+        super().__init__(reason, detail)
 
 
 class BundleError(ArcError):

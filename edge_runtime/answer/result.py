@@ -7,6 +7,7 @@ from typing import Any
 
 from edge_runtime.answer.verification import VerificationStatus
 from edge_runtime.entries.context import NarrationStep
+from edge_runtime.outcome import MissReason, ServingPath
 
 
 @dataclass
@@ -14,7 +15,7 @@ class Answer:
     """Everything IS4 returns, HIT or MISS."""
 
     hit: bool
-    miss_reason: str = ""
+    miss_reason: MissReason | None = None  # None on a hit
     miss_detail: str = ""
     entry_id: str = ""
     similarity: float = 0.0
@@ -23,6 +24,7 @@ class Answer:
     answer: Any = None
     narration: list[NarrationStep] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
-    path: str = ""
+    #: How IS2 read the values (None when the question missed before they were read).
+    path: ServingPath | None = None
     #: Of the entry that answered, as the bundle attests it (None on a miss).
     verification: VerificationStatus | None = None

@@ -28,6 +28,7 @@ import numpy as np
 
 from edge_runtime.read.draft import named_choice
 from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
+from edge_runtime.outcome import MissReason, ServingPath
 from edge_runtime.read.mentions import same_value
 from edge_runtime.read.json_constraint import JsonSlotsConstraint, SlotSpec
 from edge_runtime.model.lm_engine import KVState, LMEngine
@@ -49,7 +50,7 @@ class Extraction:
 
     values: dict[str, Any]
     spans: dict[str, str]
-    path: str
+    path: ServingPath
     forward_passes: int = 0
     draft_tokens_accepted: int = 0
     draft_tokens: int = 0
@@ -110,7 +111,7 @@ def validate_spans(entry: EntryPoint, spans: dict[str, str],
         try:
             values[param.name] = read_param(param, spans.get(param.name, ""), read_quantity)
         except ParameterValidationError as exc:
-            raise ExtractionError("validation_failed", str(exc)) from exc
+            raise ExtractionError(MissReason.VALIDATION_FAILED, str(exc)) from exc
     return values
 
 
@@ -175,9 +176,9 @@ class Extractor:
         but a value is invalid (the aligned path is not tried after a template match)."""
         started = time.perf_counter()
         choices = {p.name: tuple(str(c) for c in p.choices) for p in entry.params if p.choices}
-        slots, path = match_template(entry.template, question, choices), "template"
+        slots, path = match_template(entry.template, question, choices), ServingPath.TEMPLATE
         if slots is None and self.use_alignment:
-            slots, path = aligned_values(entry.template, entry.params, question), "aligned"
+            slots, path = aligned_values(entry.template, entry.params, question), ServingPath.ALIGNED
         if slots is None:
             return None
         return Extraction(self._validate(entry, slots), slots, path, seconds=time.perf_counter() - started)
@@ -199,11 +200,11 @@ class Extractor:
                 raise template_failure
             why = ("no target model is loaded" if self.engine is None
                    else f"the bundle's reading pack {self.pack.name} reads no reworded question")
-            raise ExtractionError("extraction_failed", f"the question does not match the template and {why}")
+            raise ExtractionError(MissReason.EXTRACTION_FAILED, f"the question does not match the template and {why}")
         try:
             extraction = self._with_model(entry, question)
         except TargetModelError as exc:  # e.g. a model that failed to load in the background
-            raise ExtractionError("extraction_failed", f"the target model is unavailable: {exc}") from exc
+            raise ExtractionError(MissReason.EXTRACTION_FAILED, f"the target model is unavailable: {exc}") from exc
         except ExtractionError:
             # The template matched but a value was invalid: that is the more useful reason to report.
             if template_failure is not None:
@@ -229,7 +230,7 @@ class Extractor:
         accepted = 0
         draft_ids: list[int] = []
         if draft is None and self.on_disagreement == "miss":
-            raise ExtractionError("extraction_failed", "the values could not be read from the question's wording (a value may lie outside what this entry handles)")
+            raise ExtractionError(MissReason.EXTRACTION_FAILED, "the values could not be read from the question's wording (a value may lie outside what this entry handles)")
         if draft is not None:
             draft_ids = machine.draft_tokens([draft[p.name] for p in entry.params])
             # Only a decoding continuation needs the new KV state; agree-or-miss reads hidden states alone.
@@ -241,7 +242,7 @@ class Extractor:
             # ("2" where the draft says "21"). Only an answer equal to the draft is agreement.
             agreed = machine.done and machine.result() == {p.name: draft[p.name] for p in entry.params}
             if agreed or (machine.done and self.on_disagreement == "decode"):
-                return self._finish(machine, "lm-draft", passes, accepted, len(draft_ids), t0, t1)
+                return self._finish(machine, ServingPath.LM_DRAFT, passes, accepted, len(draft_ids), t0, t1)
             if self.on_disagreement == "miss":
                 if (self.impossible_rereads and self._draft_near_top(slots, question, draft_ids, hidden_rows)
                         and self._draft_may_serve(entry, question, draft)):
@@ -249,10 +250,10 @@ class Extractor:
                         reread = self._reread(entry, question, slots, machine, state, suffix_ids, draft, draft_ids,
                                               hidden_rows, accepted, diverged)
                     if reread is not None:
-                        return self._finish_spans({p.name: draft[p.name] for p in entry.params}, "lm-reread",
+                        return self._finish_spans({p.name: draft[p.name] for p in entry.params}, ServingPath.LM_REREAD,
                                                   passes + reread, accepted, len(draft_ids), t0, t1)
                 raise ExtractionError(
-                    "extraction_failed", f"the model and the aligner disagree after {accepted} of {len(draft_ids)} tokens"
+                    MissReason.EXTRACTION_FAILED, f"the model and the aligner disagree after {accepted} of {len(draft_ids)} tokens"
                 )
             # Keep the state of every verified token, then continue from the model's own choice.
             state = result.state.truncate(state.length + len(suffix_ids) + accepted)
@@ -262,7 +263,7 @@ class Extractor:
         else:
             feed = suffix_ids + machine.forced()
         passes += self._decode(machine, state, feed)[0]
-        path = "lm-draft" if draft is not None else "lm"
+        path = ServingPath.LM_DRAFT if draft is not None else ServingPath.LM
         return self._finish(machine, path, passes, accepted, len(draft_ids), t0, t1)
 
     def _verify(
@@ -423,19 +424,19 @@ class Extractor:
 
     def _choose(self, hidden: np.ndarray, allowed: list[int]) -> int:
         if not allowed:
-            raise ExtractionError("extraction_failed", "no token can continue the answer")
+            raise ExtractionError(MissReason.EXTRACTION_FAILED, "no token can continue the answer")
         if len(allowed) == 1:
             return allowed[0]
         assert self.engine is not None
         return allowed[int(np.argmax(self.engine.scores(hidden, allowed)))]
 
     def _finish(
-        self, machine: JsonSlotsConstraint, path: str, passes: int, accepted: int, drafted: int, t0: float, t1: float
+        self, machine: JsonSlotsConstraint, path: ServingPath, passes: int, accepted: int, drafted: int, t0: float, t1: float
     ) -> Extraction:
         return self._finish_spans(machine.result(), path, passes, accepted, drafted, t0, t1)
 
     def _finish_spans(
-        self, spans: dict[str, str], path: str, passes: int, accepted: int, drafted: int, t0: float, t1: float
+        self, spans: dict[str, str], path: ServingPath, passes: int, accepted: int, drafted: int, t0: float, t1: float
     ) -> Extraction:
         return Extraction(
             values={},

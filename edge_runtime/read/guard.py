@@ -175,7 +175,7 @@ class Verdict:
 
 
 class ReasoningGuard:
-    """``guard(entry, question, values, path) -> None | reason`` for the Answerer."""
+    """``guard(entry, question, values, path) -> None | reason`` for the pipeline's read stage."""
 
     def __init__(self, config: GuardConfig | None = None, embedder: Any = None, *,
                  scanner: Callable[[str], list[Mention]] | None = None, phrase_rules: bool = True) -> None:
@@ -189,7 +189,9 @@ class ReasoningGuard:
         self.embedder = embedder  # the bundle's static embedder, for GuardConfig.target_similarity
         self._scan = scanner or scan
         self.phrase_rules = phrase_rules
-        self._templates: dict[str, _TemplateFacts] = {}
+        #: by what they are computed from (the template and the parameters' units), never by entry id: two
+        #: bundles, or two versions of one, may give one id different templates
+        self._templates: dict[tuple[str, tuple[str, ...]], _TemplateFacts] = {}
 
     def __call__(self, entry: EntryPoint, question: str, values: dict[str, Any], path: str) -> str | None:
         return self.judge(entry, question, values, path).refusal
@@ -205,7 +207,8 @@ class ReasoningGuard:
 
     # The entry's side, computed once per entry.
     def _template(self, entry: EntryPoint) -> "_TemplateFacts":
-        cached = self._templates.get(entry.id)
+        key = (entry.template, tuple(p.unit or "" for p in entry.params))
+        cached = self._templates.get(key)
         if cached is None:
             literal = _SLOT.sub(" \x00 ", entry.template)
             constants = [(m, _context(literal, m.start, m.end)) for m in self._scan(literal)]
@@ -240,7 +243,7 @@ class ReasoningGuard:
             cached = _TemplateFacts(literal, constants, slots, words, frozenset(plain), months, target,
                                     fraction_pairs, worded, before_of, percent_slots, after_slot)
             if len(self._templates) < 100_000:
-                self._templates[entry.id] = cached
+                self._templates[key] = cached
         return cached
 
     def _verdict(self, entry: EntryPoint, question: str, values: dict[str, Any], *, model_path: bool) -> Verdict:
@@ -553,13 +556,13 @@ def _restated(question: str, mentions: Sequence[Mention], used: set[int], index:
 
 
 def make_guard(embedder: Any = None, config: GuardConfig | None = None) -> ReasoningGuard:
-    """The guard the runtime installs in every Answerer (RuntimeOptions.guard)."""
+    """The guard of one bundle's pipeline (PipelineOptions.guard)."""
     return ReasoningGuard(config, embedder)
 
 
 def check(entry: EntryPoint, question: str, values: dict[str, Any], path: str = "lm-draft") -> str | None:
-    """One-off check with the default configuration (None: may be served; else the refusal). A new guard each
-    time: a shared one would keep the facts of an earlier entry with the same id (its per-entry cache)."""
+    """One-off check with the default configuration (None: may be served; else the refusal). A fresh guard each
+    time: the one that serves is the pipeline's, one per bundle (edge_runtime/pipeline.py)."""
     return ReasoningGuard()(entry, question, values, path)
 
 

@@ -1,7 +1,7 @@
 """The device's state: verified bundles on disk, the active one, the shared model and workers.
 
 One ``EdgeRuntime`` per server. Bundles are verified when pushed and again when loaded
-at start-up; activation builds a complete new ``Answerer`` first and then swaps a single
+at start-up; activation builds a complete new ``Pipeline`` first and then swaps a single
 reference, so a call in flight keeps the answerer it started with and nothing is lost.
 """
 
@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from edge_runtime.answer.result import Answer
-from edge_runtime.answerer import Answerer
+from edge_runtime.options import PipelineOptions
+from edge_runtime.pipeline import Pipeline
 from edge_runtime.bundles.blob_store import BlobStore
 from edge_runtime.bundles.bundle_blobs import missing_blobs, resolve_files
 from edge_runtime.bundles.bundle import Bundle, peek_blob_names, read_bundle
@@ -31,7 +32,6 @@ from edge_runtime.errors import (
     BundleNameRefusedError,
     DowngradeError,
 )
-from edge_runtime.read.extractor import Extractor
 from edge_runtime.bundles.high_water import HighWaterMarks
 from edge_runtime.model.lm_engine import LMEngine
 from edge_runtime.model.lm_limits import LMLimits
@@ -82,6 +82,12 @@ class RuntimeOptions:
     #: devices); None: this runtime's own
     engine_cache: dict[str, Any] | None = None
 
+    def pipeline_options(self) -> PipelineOptions:
+        """What each activated bundle's pipeline is built with."""
+        return PipelineOptions(top_k=self.top_k, guard=self.guard, on_disagreement=self.on_disagreement,
+                               impossible_rereads=self.impossible_rereads,
+                               set_aside_disclaimers=self.set_aside_disclaimers)
+
 
 class EdgeRuntime:
     """Bundles, activation and answering; thread-safe."""
@@ -97,7 +103,7 @@ class EdgeRuntime:
         self.metrics = Metrics()
         self.started = time.time()
         self._lock = threading.RLock()
-        self._active: Answerer | None = None
+        self._active: Pipeline | None = None
         self._previous_id = ""
         self._engines: dict[str, LMEngine] = options.engine_cache if options.engine_cache is not None else {}
         self._pool: Any = None
@@ -211,7 +217,7 @@ class EdgeRuntime:
     def previous_id(self) -> str:
         return self._previous_id
 
-    def current(self) -> Answerer | None:
+    def current(self) -> Pipeline | None:
         return self._active
 
     def activate(self, bundle_id: str) -> tuple[str, str]:
@@ -277,30 +283,25 @@ class EdgeRuntime:
 
     def _activate(self, bundle_id: str, *, remember_previous: bool, bundle: Bundle | None = None) -> None:
         bundle = bundle or self._staged(bundle_id)
-        answerer = self._build_answerer(bundle)
+        answerer = self._build_pipeline(bundle)
         old = self._active
         self._active = answerer  # the swap: one reference assignment
         if remember_previous and old is not None and old.bundle_id != answerer.bundle_id:
             self._previous_id = old.bundle_id
         self._save_state()
 
-    def _build_answerer(self, bundle: Bundle) -> Answerer:
+    def _build_pipeline(self, bundle: Bundle) -> Pipeline:
         files = resolve_files(bundle, self.blobs)  # out-of-line blobs, hashed before use; missing ones named
         engine = self._engine_for(bundle)
         router, threshold = self._router_for(bundle, files)
         from edge_runtime.read.packs import load_pack
 
-        reading = load_pack(bundle.reading)  # the pack the bundle's signed manifest names (checked when read)
-        guard = reading.make_guard(getattr(router, "embedder", None)) if self.options.guard else None
-        extractor = Extractor(engine, on_disagreement=self.options.on_disagreement,
-                              impossible_rereads=self.options.impossible_rereads if guard else None,
-                              draft_check=(lambda entry, question, values: guard(entry, question, values, "lm-reread")
-                                           is None) if guard else None, reading=reading)
-        return Answerer(
+        return Pipeline.for_bundle(
+            reading=load_pack(bundle.reading),  # the pack the bundle's signed manifest names (checked when read)
             name=bundle.name, version=bundle.version, digest=bundle.digest, entries=bundle.entries,
-            modules=bundle.modules, router=router, threshold=threshold, extractor=extractor,
-            executor=self._executor(engine, bundle.manifest.get("lm_limits")), top_k=self.options.top_k, guard=guard,
-            set_aside_disclaimers=self.options.set_aside_disclaimers, verification=bundle.verification,
+            modules=bundle.modules, router=router, threshold=threshold, engine=engine,
+            executor=self._executor(engine, bundle.manifest.get("lm_limits")), verification=bundle.verification,
+            options=self.options.pipeline_options(),
         )
 
     def _engine_for(self, bundle: Bundle) -> LMEngine | None:
@@ -360,7 +361,7 @@ class EdgeRuntime:
         return run_here
 
     # ---- answering ---------------------------------------------------------------
-    def answer(self, query: str, *, entry_id: str = "", timeout_s: float | None = None) -> tuple[Answerer, Answer]:
+    def answer(self, query: str, *, entry_id: str = "", timeout_s: float | None = None) -> tuple[Pipeline, Answer]:
         answerer = self._active
         if answerer is None:
             raise RuntimeStateError("no bundle is active on this device")
@@ -381,7 +382,7 @@ class EdgeRuntime:
         self.metrics.inc("upstream_calls_total", outcome=outcome)
         return reply
 
-    def _record(self, answerer: Answerer, query: str, answer: Answer) -> None:
+    def _record(self, answerer: Pipeline, query: str, answer: Answer) -> None:
         with self._stats_lock:
             self.stats["invocations"] += 1
             if answer.hit:

@@ -12,7 +12,7 @@ from google.protobuf.message import DecodeError
 
 from edge_runtime.answer.response import VERIFICATION, as_json, to_response
 from edge_runtime.answer.result import Answer
-from edge_runtime.answerer import Answerer
+from edge_runtime.pipeline import Pipeline
 from edge_runtime.bundles.blob_quota import BlobQuota
 from edge_runtime.errors import (
     ArcError,
@@ -93,7 +93,7 @@ class EdgeCacheServicer:
             )
         return query
 
-    def _answer(self, request: Any, context: grpc.ServicerContext) -> tuple[Answerer, Answer]:
+    def _answer(self, request: Any, context: grpc.ServicerContext) -> tuple[Pipeline, Answer]:
         query = self._checked_query(request, context)
         remaining = context.time_remaining()
         if remaining is not None and remaining <= 0:
@@ -104,7 +104,7 @@ class EdgeCacheServicer:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _respond(self, request: Any, answerer: Answerer, answer: Answer, context: grpc.ServicerContext) -> pb.InvokeResponse:
+    def _respond(self, request: Any, answerer: Pipeline, answer: Answer, context: grpc.ServicerContext) -> pb.InvokeResponse:
         response = to_response(answerer, answer)
         if not answer.hit:
             reply = self.runtime.ask_upstream(request.query, context.time_remaining())
@@ -125,7 +125,7 @@ class EdgeCacheServicer:
         yield pb.InvokeEvent(response=self._respond(request, answerer, answer, context))
 
     # ---- entries -------------------------------------------------------------------
-    def _current(self, context: grpc.ServicerContext) -> Answerer:
+    def _current(self, context: grpc.ServicerContext) -> Pipeline:
         answerer = self.runtime.current()
         if answerer is None:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no bundle is active on this device")

@@ -641,7 +641,7 @@ def test_a_quantity_answer_never_goes_below_zero(importer):
         return paid - packs * per_pack * price
     """, 8)
     entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
-    assert entry.answer_minimum == 0  # the Answerer refuses what falls below (tests/edge_runtime/read/test_guard.py)
+    assert entry.answer_minimum == 0  # the pipeline refuses what falls below (tests/edge_runtime/read/test_guard.py)
     assert answer(entry, compiled, q.replace("$20", "$10")) == -2
     owed = transcript(q.replace("How much change does he get", "How much is he short"), """
         packs = 4

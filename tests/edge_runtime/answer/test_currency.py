@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edge_runtime.answerer import Answerer
+from edge_runtime.pipeline import Pipeline
 from edge_runtime.entries.context import NarrationStep
 from edge_runtime.answer.currency import in_question_currency, question_currency
 from edge_runtime.read.extractor import Extractor
@@ -45,7 +45,7 @@ def test_the_answer_to_a_question_in_euros_is_narrated_in_euros() -> None:
         return Execution({"answer": total}, [NarrationStep("f", f"${values['bus']:g} + {values['n']} × "
                                                                  f"${values['ticket']:g} = ${total:g}")])
 
-    answerer = Answerer(name="t", version="1", digest="d", entries={"trip": TRIP}, modules={"trip": ""},
+    answerer = Pipeline(name="t", version="1", digest="d", entries={"trip": TRIP}, modules={"trip": ""},
                         router=FixedRouter(("trip", 0.9)), threshold=0.5, extractor=_Extractor(), executor=executor,
                         guard=None)
     answer = answerer.answer("A bus costs €300 to hire and a ticket costs €10. What do 30 students pay?")

@@ -1,4 +1,4 @@
-"""IS4's answer key and domain checks, on their own (the Answerer's misses are in read/test_guard.py)."""
+"""IS4's answer key and domain checks, on their own (the pipeline's misses are in read/test_guard.py)."""
 
 from __future__ import annotations
 

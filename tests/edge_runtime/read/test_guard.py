@@ -1,5 +1,5 @@
 """The changed-reasoning guard (edge_runtime/read/guard.py) on hand-written entries and questions,
-and its place in the Answerer (a refusal is a MISS "reasoning_changed" before IS3 runs)."""
+and its place in the pipeline (a refusal is a MISS "reasoning_changed" before IS3 runs)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from edge_runtime.answerer import Answerer
+from edge_runtime.pipeline import Pipeline
 from edge_runtime.entries.context import NarrationStep
 from edge_runtime.read.extractor import Extraction, Extractor
 from edge_runtime.read.guard import GuardConfig, ReasoningGuard, asked_noun, check, make_guard, scan, target_clause
@@ -173,7 +173,7 @@ def test_number_scanner_and_question_helpers():
     assert asked_noun("how much does it cost") == set()
 
 
-# ---- in the Answerer -------------------------------------------------------------------------
+# ---- in the pipeline -------------------------------------------------------------------------
 
 
 class _Extractor(Extractor):
@@ -186,14 +186,14 @@ class _Extractor(Extractor):
         return Extraction(dict(DUCK_VALUES), {}, "lm-draft")
 
 
-def _answerer(guard) -> tuple[Answerer, list]:
+def _answerer(guard) -> tuple[Pipeline, list]:
     ran = []
 
     def executor(digest, entry_id, source, values, timeout):
         ran.append(values)
         return Execution({"answer": 42}, [NarrationStep("f", "ran")])
 
-    answerer = Answerer(
+    answerer = Pipeline(
         name="t", version="1", digest="d", entries={"ducks": DUCKS}, modules={"ducks": ""}, router=FixedRouter(("ducks", 0.9)),
         threshold=0.5, extractor=_Extractor(), executor=executor, guard=guard,
     )
@@ -215,9 +215,9 @@ def test_the_answerer_misses_with_reasoning_changed_before_running_the_entry(gua
 
 def test_reasoning_changed_is_a_miss_reason_of_the_contract():
     from edge_runtime.proto import edge_pb2 as pb
-    from edge_runtime.answer.response import _REASONS
+    from edge_runtime.answer.response import MISS_REASONS
 
-    assert _REASONS["reasoning_changed"] == pb.REASONING_CHANGED == 9
+    assert MISS_REASONS["reasoning_changed"] == pb.REASONING_CHANGED == 9
 
 
 BALLS = EntryPoint(
@@ -326,7 +326,7 @@ def test_an_answer_outside_the_entrys_declared_domain_is_a_miss_not_an_answer(de
         def executor(digest, entry_id, source, values, timeout, answer=answer):
             return Execution({"answer": answer}, [])
 
-        answerer = Answerer(name="t", version="1", digest="d", entries={"e": entry}, modules={"e": ""},
+        answerer = Pipeline(name="t", version="1", digest="d", entries={"e": entry}, modules={"e": ""},
                             router=None, threshold=0.5, extractor=_Extractor(), executor=executor, guard=None)
         served = answerer.answer("A juggler can juggle 80 balls. Half of the balls are golf balls. How many golf balls are there?")
         assert served.hit is hit, served
@@ -449,7 +449,7 @@ def test_a_guard_that_fails_refuses_instead_of_failing_the_call():
     def executor(digest, entry_id, source, values, timeout):
         return Execution({"answer": 1}, [])
 
-    answerer = Answerer(name="t", version="1", digest="d", entries={"b": BALLS}, modules={"b": ""},
+    answerer = Pipeline(name="t", version="1", digest="d", entries={"b": BALLS}, modules={"b": ""},
                         router=None, threshold=0.5, extractor=_Extractor(), executor=executor, guard=broken)
     served = answerer.answer("A juggler can juggle 80 balls. Half of the balls are golf balls. How many golf balls are there?")
     assert not served.hit and served.miss_reason == "reasoning_changed" and "could not judge" in served.miss_detail

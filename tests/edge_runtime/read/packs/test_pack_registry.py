@@ -70,10 +70,10 @@ def test_plain_takes_no_settings():
 
 
 def test_the_registry_is_lazy():
-    """Importing the runtime (server, answerer, extractor, bundle reader) imports no pack (the base class is not
+    """Importing the runtime (server, pipeline, extractor, bundle reader) imports no pack (the base class is not
     one); naming one imports it alone."""
     code = (
-        "import sys, edge_runtime, edge_runtime.serving.runtime, edge_runtime.answerer, edge_runtime.read.extractor, "
+        "import sys, edge_runtime, edge_runtime.serving.runtime, edge_runtime.pipeline, edge_runtime.read.extractor, "
         "edge_runtime.bundles.bundle\n"
         "print(sorted(m for m in sys.modules if m.startswith('edge_runtime.read.packs.') and m != 'edge_runtime.read.packs.base'))\n"
         "from edge_runtime.read.packs import load_pack\n"
