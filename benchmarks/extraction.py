@@ -226,6 +226,7 @@ def bundle_accuracy(bundle_path: Path, set_path: Path, threads: int) -> dict[str
     from builder.eval.querysets import load_query_set
     from builder.eval.runner import bundle_model_dir
     from edge_runtime.bundles.bundle import read_bundle
+    from edge_runtime.options import ModelOptions
     from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions
 
     # The evaluation bundles are signed with their own key: trust the signer the manifest names, as
@@ -235,8 +236,8 @@ def bundle_accuracy(bundle_path: Path, set_path: Path, threads: int) -> dict[str
     rows = [r for r in load_query_set(set_path).rows if r.entry_id in bundle.entries and r.should_serve]
     outcomes: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="arc-extraction-") as tmp:
-        runtime = EdgeRuntime(RuntimeOptions(data_dir=Path(tmp), trusted_keys=[public], threads=threads,
-                                             use_worker_pool=False))
+        runtime = EdgeRuntime(RuntimeOptions(data_dir=Path(tmp), trusted_keys=[public],
+                                             model=ModelOptions(threads=threads), use_worker_pool=False))
         model = bundle_model_dir(bundle, lambda m: print(m, file=sys.stderr))
         if model is not None:
             runtime.blobs.import_target_model(model)

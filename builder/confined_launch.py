@@ -42,7 +42,6 @@ def launch_environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in _LAUNCH_KEEP or k.startswith("LC_")}
     root = str(Path(__file__).resolve().parents[1])  # the builder the parent runs, not another install
     env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
-    env["ORT_DISABLE_TELEMETRY"] = "1"
     return env
 
 

@@ -22,7 +22,6 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -30,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 ARTEFACT_VERSION = 4
 SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "smollm3")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+if TYPE_CHECKING:
+    from edge_runtime.fleet.options import FollowOptions
 
 
 #: ``arc-edge invoke`` exit code when the server answered with a MISS (0 = HIT, 2 = error, 130 = Ctrl-C).
@@ -22,24 +23,6 @@ RUN_COMPILED_EXAMPLE = """example:
 """
 
 
-def _trusted_keys(paths: list[Path]) -> list[bytes]:
-    from edge_runtime.errors import SigningKeyError
-
-    keys = []
-    for path in paths:
-        if not path.is_file():
-            raise SigningKeyError(f"{path}: no such public key file; pass the .pub file `arc-build keys` printed")
-        text = path.read_text().strip()
-        if text.startswith("-----BEGIN"):
-            from cryptography.hazmat.primitives import serialization
-
-            key = serialization.load_pem_public_key(text.encode())
-            keys.append(key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
-        else:
-            keys.append(bytes.fromhex(text))
-    return keys
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run one ``arc-edge`` command; every error is one line on stderr with exit 2, Ctrl-C exits 130."""
     try:
@@ -49,66 +32,18 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _main(argv: list[str] | None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole ``arc-edge`` command line; ``serve``'s flags come from the options tree."""
     from edge_runtime.cli_help import DefaultsHelpFormatter as fmt
+    from edge_runtime.flags import add_flags
+    from edge_runtime.serving.server import ServeOptions
 
     parser = argparse.ArgumentParser(prog="arc-edge", description="Serve ARC cache bundles on this device, offline.",
                                      formatter_class=fmt)
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", formatter_class=fmt, help="serve bundles over gRPC")
-    serve.add_argument("--bundle", type=Path, action="append", default=[], help="a bundle to stage and activate at start")
-    serve.add_argument("--model", type=Path, default=None, help="target-model artefact dir to import into the blob store")
-    serve.add_argument("--address", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=50551)
-    serve.add_argument("--data-dir", type=Path, default=None,
-                       help="staged bundles, blob store, state.json and the miss log (DIR/misses/) "
-                            "(default: $ARC_EDGE_DATA or ~/.local/share/arc-edge)")
-    serve.add_argument("--trust", type=Path, action="append", default=[], help="public key file of a trusted signer")
-    serve.add_argument("--insecure-allow-unsigned", action="store_true", help="accept unsigned bundles (development only)")
-    serve.add_argument("--threads", type=int, default=2)
-    serve.add_argument("--spin", action="store_true",
-                       help="let the model's threads busy-wait between operators (onnxruntime's default; off by default)")
-    serve.add_argument("--model-runs", type=int, default=2,
-                       help="forward passes of the model at once (1: one at a time, each with every thread)")
-    serve.add_argument("--workers", type=int, default=2)
-    serve.add_argument("--metrics-port", type=int, default=None,
-                       help="serve Prometheus metrics on http://ADDRESS:PORT/metrics (default: off)")
-    serve.add_argument("--entry-timeout", type=float, default=5.0)
-    serve.add_argument("--rereads", action="store_true",
-                       help="serve the aligner's draft where the model's only disagreement is an impossible reading "
-                            "(more right answers on reworded questions, slower and heavier model path: docs/benchmarks.md)")
-    serve.add_argument("--upstream-model", default=None,
-                       help="on a MISS, also ask this source model via the anthropic SDK (off by default; key from "
-                            "$ANTHROPIC_API_KEY); the reply is attached to the MISS")
-    serve.add_argument("--upstream-base-url", default=None, help="Messages API base URL for --upstream-model")
-    serve.add_argument("--upstream-timeout", type=float, default=20.0)
-    # The control plane (docs/security.md): admin RPCs only on a 0660 Unix socket.
-    serve.add_argument("--admin-socket", type=Path, default=None,
-                       help="Unix socket for push/activate/rollback (mode 0660; default: DATA_DIR/admin.sock)")
-    serve.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate for TLS on the query listener")
-    serve.add_argument("--tls-key", type=Path, default=None, help="PEM private key for --tls-cert")
-    serve.add_argument("--client-ca", type=Path, default=None, help="CA that signs admin clients' certificates (mutual TLS)")
-    serve.add_argument("--admin-address", default=None, help="serve admin on TCP HOST:PORT with mutual TLS instead of the socket")
-    serve.add_argument("--reflection", action="store_true", help="enable gRPC server reflection (development)")
-    serve.add_argument("--accept-bundle", action="append", default=[], metavar="NAME",
-                       help="accept only bundles with this name (repeatable; default: any name a trusted key signed)")
-    serve.add_argument("--max-blob-bytes", type=int, default=2 << 30, help="largest pushed blob (bytes)")
-    serve.add_argument("--max-blob-store-bytes", type=int, default=8 << 30, help="blob store quota (bytes)")
-    serve.add_argument("--lm-max-prompt-tokens", type=int, default=512, help="cap on one entry model call's prompt")
-    serve.add_argument("--lm-max-new-tokens", type=int, default=64, help="cap on one entry model call's generation")
-    serve.add_argument("--lm-call-seconds", type=float, default=2.0, help="time budget of one entry model call")
-    # A fleet (docs/deployment.md): follow an OCI registry whose TUF metadata names the bundle to run.
-    serve.add_argument("--follow", default=None, metavar="REGISTRY/REPO",
-                       help="poll this registry repository for bundles named in its TUF metadata (needs --tuf-root)")
-    serve.add_argument("--tuf-root", type=Path, default=None, help="the fleet's TUF root.json (from arc-build tuf init)")
-    serve.add_argument("--poll-interval", type=float, default=60.0, help="seconds between polls of --follow")
-    serve.add_argument("--poll-jitter", type=float, default=0.2, help="each wait is the interval times 1 +- this")
-    serve.add_argument("--upload-misses", action="store_true",
-                       help="send rotated miss-log files to the followed repository (tags misslog.*)")
-    serve.add_argument("--share-questions", action="store_true",
-                       help="with --upload-misses, include the question text (default: its sha256, entry and reason)")
-    serve.add_argument("--device-id", default="", help="this device's name in miss-log tags (default: a host-name hash)")
+    add_flags(serve, ServeOptions)  # every flag from the options tree (edge_runtime/options.py), with its default
 
     invoke = sub.add_parser("invoke", formatter_class=fmt, help="ask a running server one question",
                             epilog=f"exit status: 0 HIT, {EXIT_MISS} MISS, 2 error")
@@ -155,7 +90,11 @@ def _main(argv: list[str] | None) -> int:
     run.add_argument("--params", required=True, help="JSON object of every parameter value of the entry")
     run.add_argument("--model", type=Path, default=None,
                      help="target-model artefact dir (build/target-models/<hash>) for entries whose steps ask the model")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _main(argv: list[str] | None) -> int:
+    args = build_parser().parse_args(argv)
 
     from edge_runtime.errors import ArcError
 
@@ -171,38 +110,30 @@ def _main(argv: list[str] | None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions
-    from edge_runtime.serving.server import TlsFiles, default_data_dir, listen_address, serve
+    from dataclasses import replace
+
     from edge_runtime.errors import BundleError
-    from edge_runtime.serving.upstream import UpstreamConfig
-    from edge_runtime.model.lm_limits import LMLimits
+    from edge_runtime.flags import from_flags
+    from edge_runtime.serving.runtime import EdgeRuntime
+    from edge_runtime.serving.server import ServeOptions, TlsFiles, listen_address, serve
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    options = RuntimeOptions(
-        data_dir=args.data_dir or default_data_dir(), trusted_keys=_trusted_keys(args.trust),
-        allow_unsigned=args.insecure_allow_unsigned, threads=args.threads, spin=args.spin, workers=args.workers,
-        model_runs=args.model_runs,
-        entry_timeout_s=args.entry_timeout, impossible_rereads=2 if args.rereads else None,
-        upstream=UpstreamConfig(args.upstream_model, base_url=args.upstream_base_url, timeout_s=args.upstream_timeout)
-        if args.upstream_model else None,
-        accept_bundle_names=tuple(args.accept_bundle), max_blob_bytes=args.max_blob_bytes,
-        max_blob_store_bytes=args.max_blob_store_bytes,
-        lm_limits=LMLimits(args.lm_max_prompt_tokens, args.lm_max_new_tokens, args.lm_call_seconds),
-    )
-    if (args.tls_cert is None) != (args.tls_key is None):
+    tree = from_flags(ServeOptions, args)
+    server, options = tree.server, tree.runtime
+    if (server.tls_cert is None) != (server.tls_key is None):
         print("arc-edge: TLS needs both --tls-cert and --tls-key", file=sys.stderr)
         return 2
-    tls = TlsFiles(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
-    follow = _follow_options(args)
+    tls = TlsFiles(server.tls_cert, server.tls_key, server.client_ca) if server.tls_cert else None
+    follow = _follow_options(args, tree.follow)
     if options.upstream is not None:
         from edge_runtime.serving.upstream import AnthropicUpstream
 
         AnthropicUpstream(options.upstream)  # refuse a missing key or SDK before any state is written
-    if args.model or args.bundle:
-        setup = EdgeRuntime(RuntimeOptions(**{**options.__dict__, "use_worker_pool": False, "upstream": None}))
-        if args.model:
-            setup.blobs.import_target_model(args.model)
-        for path in args.bundle:
+    if server.model or server.bundles:
+        setup = EdgeRuntime(replace(options, use_worker_pool=False, upstream=None))
+        if server.model:
+            setup.blobs.import_target_model(server.model)
+        for path in server.bundles:
             try:
                 bundle, missing = setup.stage_bundle(path.read_bytes())
             except BundleError as exc:
@@ -210,37 +141,34 @@ def _serve(args: argparse.Namespace) -> int:
             setup.blobs.import_from_dir(path.parent / "blobs", missing)  # what arc-build wrote beside the bundle
             missing = setup.blobs.missing(missing)
             if missing:
-                print(f"arc-edge: {path}: {_missing_blobs_message(bundle, missing, args.model)}", file=sys.stderr)
+                print(f"arc-edge: {path}: {_missing_blobs_message(bundle, missing, server.model)}", file=sys.stderr)
                 return 2
             setup.activate(f"{bundle.name}-{bundle.version}")
         setup.close()
-    serve(options, address=listen_address(args.address, args.port), metrics_port=args.metrics_port,
-          admin_socket=args.admin_socket, admin_address=args.admin_address, tls=tls, reflection_on=args.reflection,
-          follow=follow)
+    serve(options, address=listen_address(server.address, server.port), metrics_port=server.metrics_port,
+          admin_socket=server.admin_socket, admin_address=server.admin_address, tls=tls,
+          reflection_on=server.reflection, follow=follow)
     return 0
 
 
-def _follow_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """``--follow`` and its flags as FollowOptions (None without --follow); refuses half a configuration."""
+def _follow_options(args: argparse.Namespace, follow: FollowOptions | None) -> FollowOptions | None:
+    """The tree's ``--follow`` branch (None without --follow), once it is whole; refuses half a configuration."""
     from edge_runtime.errors import ArcError
 
-    if args.follow is None:
+    if follow is None:
         if args.tuf_root is not None or args.upload_misses:
             raise ArcError("--tuf-root and --upload-misses go with --follow REGISTRY/REPO")
         return None
-    if args.tuf_root is None or not args.tuf_root.is_file():
+    if follow.tuf_root is None or not follow.tuf_root.is_file():
         raise ArcError(f"--follow needs --tuf-root ROOT.json, the fleet's root metadata (arc-build tuf init printed "
-                       f"its path){'' if args.tuf_root is None else f'; {args.tuf_root} does not exist'}")
-    from edge_runtime.fleet.follower import FollowOptions
+                       f"its path){'' if follow.tuf_root is None else f'; {follow.tuf_root} does not exist'}")
     from edge_runtime.fleet.media import Reference
 
     try:
-        Reference.parse(args.follow)
+        Reference.parse(follow.reference)
     except ValueError as exc:
         raise ArcError(f"--follow: {exc}") from None
-    return FollowOptions(args.follow, args.tuf_root, interval_s=args.poll_interval, jitter=args.poll_jitter,
-                         upload_misses=args.upload_misses, share_questions=args.share_questions,
-                         device_id=args.device_id)
+    return follow
 
 
 def _missing_blobs_message(bundle: object, missing: list[str], model_dir: Path | None) -> str:
@@ -377,7 +305,9 @@ def _control(args: argparse.Namespace) -> int:
 def _inspect(args: argparse.Namespace) -> int:
     from edge_runtime.bundles.bundle import read_bundle
 
-    keys = _trusted_keys(args.trust)
+    from edge_runtime.bundles.trust import load_trusted_keys
+
+    keys = load_trusted_keys(args.trust)
     bundle = read_bundle(args.bundle, trusted_keys=keys, allow_unsigned=not keys)
     print(json.dumps({
         "bundle": f"{bundle.name}-{bundle.version}", "digest": bundle.digest,

@@ -1,37 +1,79 @@
-"""The runtime's options as one tree of dataclasses (pipeline for now; see docs/architecture.md)."""
+"""The runtime's options as one tree of dataclasses; ``arc-edge serve``'s flags are generated from it
+(edge_runtime/flags.py). Each option is declared once, with its default and help, in the branch that uses it::
+
+    ServeOptions                       serving/server.py   listeners, TLS, metrics, start-up bundles
+      runtime: RuntimeOptions          serving/runtime.py  the device: data dir, trust, limits, upstream
+        pool: PoolOptions              (here)              IS3's worker pool
+          lm_limits: LMLimits          model/lm_limits.py  caps on each entry model call
+        model: ModelOptions            (here)              the target model's engine
+        pipeline: PipelineOptions      (here)              how a question goes through the stages
+        upstream: UpstreamConfig|None  serving/upstream.py the optional source-model fallback
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from edge_runtime.flags import option, subtree
+from edge_runtime.model.lm_limits import LMLimits
+
+#: The rank within which every draft token must lie for ``--rereads`` (read/extractor.py ``impossible_rereads``).
+REREAD_RANK = 2
 
 
 @dataclass(frozen=True)
 class PipelineOptions:
     """How a question goes through the stages (edge_runtime/pipeline.py)."""
 
-    #: candidates the embedding router proposes (IS1)
-    top_k: int = 3
-    #: the least skeleton score at which an entry is tried on the model-free paths (template, aligned: both
-    #: strict, so this is permissive)
-    skeleton_min_score: float = 0.25
-    #: the least skeleton score at which an entry the embedding router missed is also tried on the model path
-    skeleton_model_score: float = 0.5
-    #: candidates the model path verifies, best first; each costs a forward pass, and on GSM-Plus and the
-    #: example paraphrases a second or third served nothing the first did not (docs/target-model.md)
-    model_attempts: int = 1
-    #: a question that misses is read once more without what it calls irrelevant (read/disclaimers.py)
-    set_aside_disclaimers: bool = True
-    #: the changed-reasoning guard between IS2 and IS3 (read/guard.py)
-    guard: bool = True
-    #: what the model path may serve where the model disagrees with the aligner's draft: "miss" or "decode"
-    #: (read/extractor.py)
-    on_disagreement: str = "miss"
-    #: with the guard on, serve the aligner's draft where the model's only disagreement is an impossible reading
-    #: and the draft is among its this many best tokens (read/extractor.py); None: off. Measured
-    #: (docs/benchmarks.md): GSM-Plus +6 right, nothing wrong or changed served, but on a load half of
-    #: model-path questions throughput at 16 clients 55 -> 31 req/s and peak RSS 478 -> 544 MB (goal 500).
-    impossible_rereads: int | None = None
-    #: the aligned path: the template reworded around its slots, read with no model (read/template_align.py)
-    use_alignment: bool = True
-    #: the aligner drafts the values the model verifies in one pass (read/draft.py)
-    use_draft: bool = True
+    top_k: int = option(3, flag="--top-k", help="candidates the embedding router proposes (IS1)")
+    skeleton_min_score: float = option(
+        0.25, flag="--skeleton-min-score",
+        help="least skeleton score at which an entry is tried on the model-free paths (template, aligned: both "
+             "strict, so this is permissive)")
+    skeleton_model_score: float = option(
+        0.5, flag="--skeleton-model-score",
+        help="least skeleton score at which an entry the embedding router missed is also read by the model")
+    # each candidate costs a forward pass; on GSM-Plus and the example paraphrases a second or third served
+    # nothing the first did not (docs/target-model.md)
+    model_attempts: int = option(1, flag="--model-attempts", help="candidates the model path verifies, best first")
+    set_aside_disclaimers: bool = option(
+        True, flag="--set-aside",
+        help="read a question that misses once more without what it calls irrelevant (read/disclaimers.py)")
+    guard: bool = option(True, flag="--guard", help="the changed-reasoning guard between IS2 and IS3 (read/guard.py)")
+    on_disagreement: str = option(
+        "miss", flag="--on-disagreement", choices=("miss", "decode"),
+        help="where the model disagrees with the aligner's draft: miss, or serve the model's own reading "
+             "(read/extractor.py)")
+    # Measured (docs/benchmarks.md): GSM-Plus +6 right, nothing wrong or changed served; but on a load half of
+    # model-path questions, throughput at 16 clients 55 -> 31 req/s and peak RSS 478 -> 544 MB (goal 500).
+    impossible_rereads: int | None = option(
+        None, flag="--rereads", flag_default=False, convert=lambda on: REREAD_RANK if on else None,
+        help="serve the aligner's draft where the model's only disagreement is an impossible reading (more right "
+             "answers on reworded questions, slower and heavier model path: docs/benchmarks.md)")
+    use_alignment: bool = option(
+        True, flag="--alignment", help="the aligned path: the template reworded around its slots, read with no model")
+    use_draft: bool = option(True, flag="--draft", help="the aligner drafts the values the model verifies in one pass")
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """The target model's onnxruntime engine (model/lm_engine.py), one per server."""
+
+    threads: int = option(2, flag="--threads", help="onnxruntime threads of the model")
+    spin: bool = option(False, flag="--spin",
+                        help="let the model's threads busy-wait between operators (onnxruntime's default; off here)")
+    model_runs: int = option(2, flag="--model-runs",
+                             help="forward passes of the model at once (1: one at a time, each with every thread)")
+
+
+@dataclass(frozen=True)
+class PoolOptions:
+    """IS3's worker pool (execute/worker_pool.py): processes that run entry code, and what each call may use."""
+
+    workers: int = option(2, flag="--workers", help="worker processes that run entry code")
+    memory_limit_mb: int = option(512, flag="--memory-limit-mb", help="memory limit of each worker process (MB)")
+    entry_timeout_s: float = option(5.0, flag="--entry-timeout", help="deadline of one entry call (seconds)")
+    lm_limits: LMLimits = subtree(LMLimits, help="caps on each entry model call (model/lm_limits.py)")
+
+
+__all__ = ["REREAD_RANK", "ModelOptions", "PipelineOptions", "PoolOptions"]

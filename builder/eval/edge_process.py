@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,12 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-workers", type=int, default=32, help="gRPC handler threads")
     args = parser.parse_args(argv)
 
+    from edge_runtime.options import ModelOptions, PipelineOptions, PoolOptions
     from edge_runtime.serving.runtime import RuntimeOptions
     from edge_runtime.serving.server import create_server
 
     options = RuntimeOptions(
-        data_dir=args.data_dir, trusted_keys=[bytes.fromhex(k) for k in args.trust], threads=args.threads,
-        workers=args.workers, on_disagreement=args.on_disagreement, guard=not args.no_guard,
+        data_dir=args.data_dir, trusted_keys=[bytes.fromhex(k) for k in args.trust],
+        model=ModelOptions(threads=args.threads), pool=PoolOptions(workers=args.workers),
+        pipeline=PipelineOptions(on_disagreement=args.on_disagreement, guard=not args.no_guard),
     )
     server = create_server(options, address="127.0.0.1:0", max_workers=args.max_workers)
     done = threading.Event()
@@ -83,7 +84,7 @@ class EdgeServerProcess:
         ]
         if not guard:
             cmd.append("--no-guard")
-        env = {**os.environ, "ORT_DISABLE_TELEMETRY": "1"}
+        env = dict(os.environ)  # the child imports edge_runtime, which turns onnxruntime's telemetry off
         repo = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = repo + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         self._stderr = open(root / "server.log", "wb")

@@ -37,25 +37,12 @@ from tuf.ngclient import Updater, UpdaterConfig
 
 from edge_runtime.errors import ArcError, BundleError, DowngradeError
 from edge_runtime.fleet import media
+from edge_runtime.fleet.options import FollowOptions
 from edge_runtime.fleet.registry import RegistryClient, RegistryError, RegistryIntegrityError
 from edge_runtime.fleet.tuf_fetcher import BASE_URL, RegistryFetcher
 from edge_runtime.bundles.versions import BundleVersion
 
 log = logging.getLogger("arc.edge.follow")
-
-
-@dataclass
-class FollowOptions:
-    """What to follow and how often; ``misslog`` uploads rotated miss-log files after each poll."""
-
-    reference: str  # REGISTRY/REPO
-    tuf_root: Path  # the root.json the build server handed out (used until a newer root is trusted)
-    interval_s: float = 60.0
-    jitter: float = 0.2  # each wait is interval * uniform(1 - jitter, 1 + jitter)
-    timeout_s: float = 30.0
-    upload_misses: bool = False
-    share_questions: bool = False
-    device_id: str = ""
 
 
 class FollowError(ArcError):

@@ -11,14 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from edge_runtime.flags import option
+
 
 @dataclass(frozen=True)
 class LMLimits:
     """Per-call caps: prompt tokens, new tokens, and seconds (queueing for the model included)."""
 
-    max_prompt_tokens: int = 512
-    max_new_tokens: int = 64
-    call_seconds: float = 2.0
+    max_prompt_tokens: int = option(512, flag="--lm-max-prompt-tokens", help="cap on one entry model call's prompt")
+    max_new_tokens: int = option(64, flag="--lm-max-new-tokens", help="cap on one entry model call's generation")
+    call_seconds: float = option(2.0, flag="--lm-call-seconds", help="time budget of one entry model call")
 
     def __post_init__(self) -> None:
         if self.max_prompt_tokens < 1 or self.max_new_tokens < 1 or not self.call_seconds > 0:

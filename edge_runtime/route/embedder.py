@@ -6,14 +6,12 @@ Only onnxruntime, tokenizers and numpy are used, so the edge never needs torch.
 from __future__ import annotations
 
 import importlib.util
-import os
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 
 class Embedder(ABC):

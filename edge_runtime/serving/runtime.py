@@ -13,12 +13,13 @@ import os
 import resource
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from edge_runtime.answer.result import Answer
-from edge_runtime.options import PipelineOptions
+from edge_runtime.flags import option, subtree
+from edge_runtime.options import ModelOptions, PipelineOptions, PoolOptions
 from edge_runtime.pipeline import Pipeline
 from edge_runtime.bundles.blob_store import BlobStore
 from edge_runtime.bundles.bundle_blobs import missing_blobs, resolve_files
@@ -34,7 +35,6 @@ from edge_runtime.errors import (
 )
 from edge_runtime.bundles.high_water import HighWaterMarks
 from edge_runtime.model.lm_engine import LMEngine
-from edge_runtime.model.lm_limits import LMLimits
 from edge_runtime.serving.metrics import Metrics
 from edge_runtime.serving.miss_log import MissLog
 from edge_runtime.entries.registry import Execution
@@ -49,44 +49,48 @@ class RuntimeStateError(ArcError):
     """An operation that the device's state does not allow now (no bundle, unknown bundle, blobs missing)."""
 
 
+def _data_dir(given: Path | None) -> Path:
+    from edge_runtime.serving.server import default_data_dir
+
+    return given or default_data_dir()
+
+
+def _trusted_keys(paths: list[Path]) -> list[bytes]:
+    from edge_runtime.bundles.trust import load_trusted_keys
+
+    return load_trusted_keys(paths)
+
+
 @dataclass
 class RuntimeOptions:
-    data_dir: Path
-    trusted_keys: list[bytes] = field(default_factory=list)
-    allow_unsigned: bool = False
-    threads: int = 2
-    spin: bool = False  # onnxruntime threads busy-wait between operators (LMEngine)
-    model_runs: int = 2  # forward passes of the model at once (LMEngine.concurrent_runs)
-    workers: int = 2
-    use_worker_pool: bool = True
-    memory_limit_mb: int = 512
-    entry_timeout_s: float = 5.0
-    max_query_bytes: int = 4096
-    max_bundle_bytes: int = 256 << 20
-    on_disagreement: str = "miss"
-    top_k: int = 3
-    guard: bool = True  # the changed-reasoning guard between IS2 and IS3 (edge_runtime/read/guard.py)
-    #: with the guard on, serve the aligner's draft where the model's only disagreement is an impossible reading
-    #: and the draft is among its ``impossible_rereads`` best tokens (edge_runtime/read/extractor.py). None (the default):
-    #: off. Measured (docs/benchmarks.md): GSM-Plus +6 right, nothing wrong or changed served; but on a load half of
-    #: model-path questions, throughput at 16 clients 55 -> 31 req/s and peak RSS 478 -> 544 MB (goal 500).
-    impossible_rereads: int | None = None
-    set_aside_disclaimers: bool = True  # a miss is read again without what it calls irrelevant (disclaimers.py)
-    upstream: UpstreamConfig | None = None  # ask the source model on a MISS (off by default)
+    """The device: where it keeps its state, whom it trusts, what it accepts; and the branches for IS3's pool,
+    the model and the pipeline (edge_runtime/options.py shows the whole tree)."""
+
+    data_dir: Path = option(
+        flag="--data-dir", type=Path, convert=_data_dir,
+        help="staged bundles, blob store, state.json and the miss log (DIR/misses/) "
+             "(default: $ARC_EDGE_DATA or ~/.local/share/arc-edge)")
+    trusted_keys: list[bytes] = option(default_factory=list, flag="--trust", action="append", type=Path,
+                                       convert=_trusted_keys, help="public key file of a trusted signer")
+    allow_unsigned: bool = option(False, flag="--insecure-allow-unsigned",
+                                  help="accept unsigned bundles (development only)")
     #: bundle names this device accepts; empty: any name a trusted key signed (docs/security.md)
-    accept_bundle_names: tuple[str, ...] = ()
-    max_blob_bytes: int = 2 << 30  # one pushed blob (a target-model file)
-    max_blob_store_bytes: int = 8 << 30  # everything in the blob store together
-    lm_limits: LMLimits = field(default_factory=LMLimits)  # caps on each entry model call (edge_runtime/model/lm_limits.py)
+    accept_bundle_names: tuple[str, ...] = option(
+        (), flag="--accept-bundle", action="append", metavar="NAME", flag_default=[], convert=tuple,
+        help="accept only bundles with this name (repeatable; default: any name a trusted key signed)")
+    max_query_bytes: int = option(4096, flag="--max-query-bytes", help="longest question accepted (bytes)")
+    max_bundle_bytes: int = option(256 << 20, flag="--max-bundle-bytes", help="largest pushed bundle (bytes)")
+    max_blob_bytes: int = option(2 << 30, flag="--max-blob-bytes", help="largest pushed blob (bytes)")
+    max_blob_store_bytes: int = option(8 << 30, flag="--max-blob-store-bytes", help="blob store quota (bytes)")
+    #: run entries in worker processes (off: in this process, for tools and tests that need no isolation)
+    use_worker_pool: bool = True
+    pool: PoolOptions = subtree(PoolOptions)
+    model: ModelOptions = subtree(ModelOptions)
+    pipeline: PipelineOptions = subtree(PipelineOptions)
+    upstream: UpstreamConfig | None = subtree(UpstreamConfig, optional_on="model")  # ask the source model on a MISS
     #: target-model engines by artefact digest, shared by runtimes in one process (benchmarks/fleet.py's lightweight
     #: devices); None: this runtime's own
     engine_cache: dict[str, Any] | None = None
-
-    def pipeline_options(self) -> PipelineOptions:
-        """What each activated bundle's pipeline is built with."""
-        return PipelineOptions(top_k=self.top_k, guard=self.guard, on_disagreement=self.on_disagreement,
-                               impossible_rereads=self.impossible_rereads,
-                               set_aside_disclaimers=self.set_aside_disclaimers)
 
 
 class EdgeRuntime:
@@ -114,8 +118,9 @@ class EdgeRuntime:
         if options.use_worker_pool:
             from edge_runtime.execute.worker_pool import WorkerPool
 
-            self._pool = WorkerPool(options.workers, memory_limit_mb=options.memory_limit_mb,
-                                    default_timeout_s=options.entry_timeout_s, lm_limits=options.lm_limits)
+            pool = options.pool
+            self._pool = WorkerPool(pool.workers, memory_limit_mb=pool.memory_limit_mb,
+                                    default_timeout_s=pool.entry_timeout_s, lm_limits=pool.lm_limits)
         self._restore()
         self.prune_blobs()
 
@@ -301,7 +306,7 @@ class EdgeRuntime:
             name=bundle.name, version=bundle.version, digest=bundle.digest, entries=bundle.entries,
             modules=bundle.modules, router=router, threshold=threshold, engine=engine,
             executor=self._executor(engine, bundle.manifest.get("lm_limits")), verification=bundle.verification,
-            options=self.options.pipeline_options(),
+            options=self.options.pipeline,
         )
 
     def _engine_for(self, bundle: Bundle) -> LMEngine | None:
@@ -319,8 +324,9 @@ class EdgeRuntime:
             self.blobs.target_model_index(digest)
         except BlobStoreError:
             self.blobs.register_target_model(target["files"], target.get("manifest", {}))
-        engine = LMEngine(self.blobs.materialise_target_model(digest), threads=self.options.threads, background=True,
-                          spin=self.options.spin, concurrent_runs=self.options.model_runs)
+        model = self.options.model
+        engine = LMEngine(self.blobs.materialise_target_model(digest), threads=model.threads, background=True,
+                          spin=model.spin, concurrent_runs=model.model_runs)
         # Keep at most the engines of the active and the previous bundle.
         if len(self._engines) >= 2:
             self._engines.pop(next(iter(self._engines)))
@@ -337,7 +343,7 @@ class EdgeRuntime:
 
         target_lm = OnnxTargetLM(engine) if engine is not None else None
         try:
-            lm_limits = self.options.lm_limits.within(requested_limits)
+            lm_limits = self.options.pool.lm_limits.within(requested_limits)
         except ValueError as exc:
             raise BundleError(f"bundle manifest: {exc}") from exc
         if self._pool is not None:
@@ -365,7 +371,8 @@ class EdgeRuntime:
         answerer = self._active
         if answerer is None:
             raise RuntimeStateError("no bundle is active on this device")
-        limit = self.options.entry_timeout_s if timeout_s is None else min(timeout_s, self.options.entry_timeout_s)
+        deadline = self.options.pool.entry_timeout_s
+        limit = deadline if timeout_s is None else min(timeout_s, deadline)
         answer = answerer.answer(query, entry_id=entry_id, timeout_s=limit)
         self._record(answerer, query, answer)
         return answerer, answer

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 import grpc  # noqa: E402
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # noqa: E402
@@ -30,6 +29,8 @@ from grpc_reflection.v1alpha import reflection  # noqa: E402
 
 from edge_runtime.bundles.blob_quota import BlobQuota  # noqa: E402
 from edge_runtime.errors import ServerBindError  # noqa: E402
+from edge_runtime.fleet.options import FollowOptions  # noqa: E402
+from edge_runtime.flags import option, subtree  # noqa: E402
 from edge_runtime.proto import edge_pb2 as pb  # noqa: E402
 from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions  # noqa: E402
 from edge_runtime.serving.service import BadRequest, EdgeCacheServicer, request_parser  # noqa: E402
@@ -362,3 +363,40 @@ def serve(
 
 def default_data_dir() -> Path:
     return Path(os.environ.get("ARC_EDGE_DATA", Path.home() / ".local" / "share" / "arc-edge"))
+
+
+@dataclass
+class ServerOptions:
+    """The server's listeners and what it stages at start-up (``arc-edge serve``)."""
+
+    bundles: list[Path] = option(default_factory=list, flag="--bundle", action="append", type=Path,
+                                 help="a bundle to stage and activate at start")
+    model: Path | None = option(None, flag="--model", type=Path,
+                                help="target-model artefact dir to import into the blob store")
+    # the query listener (no help text: --help shows "--port PORT (default: 50551)", which docs and tests quote)
+    address: str = option("127.0.0.1", flag="--address", help="")
+    port: int = option(50551, flag="--port", help="")
+    metrics_port: int | None = option(None, flag="--metrics-port", type=int,
+                                      help="serve Prometheus metrics on http://ADDRESS:PORT/metrics (default: off)")
+    # The control plane (docs/security.md): admin RPCs only on a 0660 Unix socket.
+    admin_socket: Path | None = option(
+        None, flag="--admin-socket", type=Path,
+        help="Unix socket for push/activate/rollback (mode 0660; default: DATA_DIR/admin.sock)")
+    tls_cert: Path | None = option(None, flag="--tls-cert", type=Path,
+                                   help="PEM certificate for TLS on the query listener")
+    tls_key: Path | None = option(None, flag="--tls-key", type=Path, help="PEM private key for --tls-cert")
+    client_ca: Path | None = option(None, flag="--client-ca", type=Path,
+                                    help="CA that signs admin clients' certificates (mutual TLS)")
+    admin_address: str | None = option(
+        None, flag="--admin-address", help="serve admin on TCP HOST:PORT with mutual TLS instead of the socket")
+    reflection: bool = option(False, flag="--reflection", help="enable gRPC server reflection (development)")
+
+
+@dataclass
+class ServeOptions:
+    """The root of the options tree: everything ``arc-edge serve`` takes (edge_runtime/options.py)."""
+
+    server: ServerOptions = subtree(ServerOptions)
+    runtime: RuntimeOptions = subtree(RuntimeOptions)
+    #: a fleet (docs/deployment.md): follow an OCI registry whose TUF metadata names the bundle to run
+    follow: FollowOptions | None = subtree(FollowOptions, optional_on="reference")

@@ -11,6 +11,8 @@ import os
 import time
 from dataclasses import dataclass
 
+from edge_runtime.flags import option
+
 from edge_runtime.errors import ArcError
 
 SYSTEM = "Answer the user's question. Be brief: give the answer and at most two sentences of reasoning."
@@ -22,11 +24,15 @@ class UpstreamConfigError(ArcError):
 
 @dataclass(frozen=True)
 class UpstreamConfig:
-    model: str
-    base_url: str | None = None
-    api_key_env: str = "ANTHROPIC_API_KEY"
-    timeout_s: float = 20.0
-    max_tokens: int = 512
+    """The source model asked on a MISS (off unless ``--upstream-model`` names one)."""
+
+    model: str = option(flag="--upstream-model",
+                        help="on a MISS, also ask this source model via the anthropic SDK (off by default; key from "
+                             "$ANTHROPIC_API_KEY); the reply is attached to the MISS")
+    base_url: str | None = option(None, flag="--upstream-base-url", help="Messages API base URL for --upstream-model")
+    api_key_env: str = option("ANTHROPIC_API_KEY", help="environment variable holding the API key")
+    timeout_s: float = option(20.0, flag="--upstream-timeout", help="time budget of one upstream call (seconds)")
+    max_tokens: int = option(512, help="longest upstream reply (tokens)")
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from edge_runtime.serving.client import EdgeClient
+from edge_runtime.options import PipelineOptions
 from edge_runtime.serving.runtime import RuntimeOptions
 from edge_runtime.serving.server import create_server
 from edge_server_fixtures import example_bundle, make_keys, random_static_embedder
@@ -21,9 +22,9 @@ def built(tmp_path_factory):
 @pytest.mark.parametrize("guard", [True, False])
 def test_rereads_ask_the_guard_and_are_off_without_one(tmp_path, built, guard):
     bundle, public = built
-    assert RuntimeOptions(data_dir=tmp_path).impossible_rereads is None  # off unless asked for
-    edge = create_server(RuntimeOptions(data_dir=tmp_path / "device", trusted_keys=[public], guard=guard,
-                                        impossible_rereads=2))
+    assert RuntimeOptions(data_dir=tmp_path).pipeline.impossible_rereads is None  # off unless asked for
+    edge = create_server(RuntimeOptions(data_dir=tmp_path / "device", trusted_keys=[public],
+                                        pipeline=PipelineOptions(guard=guard, impossible_rereads=2)))
     try:
         with EdgeClient(f"127.0.0.1:{edge.port}", admin_socket=edge.admin_socket) as client:
             client.activate(client.push(bundle).staged.bundle_id)

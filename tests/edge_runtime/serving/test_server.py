@@ -16,6 +16,7 @@ from edge_runtime.serving.client import EdgeClient, decode
 from edge_runtime.entries.compiler import LoadedCompiledEntry
 from edge_runtime.bundles.bundle import read_bundle
 from edge_runtime.proto import edge_pb2 as pb
+from edge_runtime.options import PoolOptions
 from edge_runtime.serving.runtime import RuntimeOptions
 from edge_runtime.serving.server import SERVICE_NAME, create_server
 from edge_server_fixtures import example_bundle, make_keys, random_static_embedder
@@ -309,7 +310,8 @@ def test_hostile_entries_are_contained_by_the_worker_pool(tmp_path, built):
     sources.mkdir()
     (sources / "double.py").write_text(HOSTILE)
     bundle = example_bundle(tmp_path / "out", built["key"], built["embedder"], "7", sources=sources)
-    options = RuntimeOptions(data_dir=tmp_path / "device", trusted_keys=[built["public"]], entry_timeout_s=1.5, workers=2)
+    options = RuntimeOptions(data_dir=tmp_path / "device", trusted_keys=[built["public"]],
+                             pool=PoolOptions(workers=2, entry_timeout_s=1.5))
     edge = create_server(options, address="127.0.0.1:0")
     try:
         with client_for(edge) as client:
