@@ -21,6 +21,9 @@ class Reading:
     values: dict[str, Any] = field(default_factory=dict)
     path: ServingPath = ServingPath.TEMPLATE
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", ServingPath(self.path))  # a reader may name its path by its text
+
     def miss(self, reason: MissReason, detail: str) -> Miss:
         """A miss after this reading: it reports the entry, the values and the path, as a hit would."""
         return Miss(reason, detail, entry_id=self.entry_id, similarity=self.similarity, parameters=self.values,
