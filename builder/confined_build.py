@@ -24,9 +24,9 @@ from pathlib import Path
 
 from builder.confined_launch import launch, prepare
 from edge_runtime.entries.compiler import CompiledEntry
-from edge_runtime.errors import ArcError, DefinitionError
 from edge_runtime.entries.metadata import entry_from_dict, entry_to_dict
 from edge_runtime.entries.validator import validate_source
+from edge_runtime.errors import ArcError, DefinitionError
 
 #: Address space of the confined compile: the embedder's onnxruntime session plus the entries.
 MEMORY_LIMIT_BYTES = 3 << 30

@@ -19,9 +19,10 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Generic, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 from edge_runtime.execute.worker_pool import _check_value, _load_reply
 

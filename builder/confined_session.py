@@ -24,16 +24,17 @@ import ast
 import dataclasses
 import itertools
 import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from builder.confined_build import MEMORY_LIMIT_BYTES, ConfinedBuildError
 from builder.confined_launch import ConfinedChild, launch
 from edge_runtime.entries.context import NarrationStep
-from edge_runtime.errors import ArcError
 from edge_runtime.entries.metadata import EntryPoint, entry_from_dict
 from edge_runtime.entries.registry import Execution
 from edge_runtime.entries.source_analysis import FunctionFacts, analyse_function, decorated_functions
+from edge_runtime.errors import ArcError
 from edge_runtime.execute.worker_pool import (
     MAX_REPLY_BYTES,
     _check_lm_bounds,

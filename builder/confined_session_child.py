@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any
 
 from builder.confined_launch import prepare
 from builder.time_limit import time_limit
 from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
 from edge_runtime.entries.context import Context
-from edge_runtime.errors import ArcError, DefinitionError
 from edge_runtime.entries.metadata import entry_to_dict
 from edge_runtime.entries.registry import Execution, Registry, wrap_failures
-from edge_runtime.semantic import call_function
+from edge_runtime.errors import ArcError, DefinitionError
 from edge_runtime.execute.worker_pool import _describe_error, _dumps_for_parent, _ParentChannel, _ParentTargetLM
+from edge_runtime.semantic import call_function
 
 _JOB = 0  # the channel's job id: one request runs at a time
 

@@ -20,9 +20,10 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from edge_runtime.read.english_words import NUMBER_WORDS, ONES, TENS
 from edge_runtime.read.english_words import SCALES as ALL_SCALES
@@ -85,7 +86,7 @@ class ReferenceIndex:
             self._by_key.setdefault(normalise_question(row.question), row)
 
     @classmethod
-    def load(cls, path: str | Path) -> "ReferenceIndex":
+    def load(cls, path: str | Path) -> ReferenceIndex:
         rows = []
         for i, record in enumerate(read_jsonl(path)):
             question = record.get("question") or record.get("input") or ""
@@ -244,8 +245,8 @@ def context_words(text: str, mention: Mention, before: int = 3, after: int = 3) 
     """A few words around a mention, within its sentence: "ducks lay 16 eggs per day"."""
     left = re.split(r"[.?!;:](?:\s|$)", text[:mention.start])[-1]
     right = re.split(r"[.?!;:](?:\s|$)", text[mention.end:])[0]
-    lm = re.search(r"(?:\S+\s+){0,%d}\S*$" % before, left)
-    rm = re.match(r"\S*(?:\s+\S+){0,%d}" % after, right)
+    lm = re.search(rf"(?:\S+\s+){{0,{before}}}\S*$", left)
+    rm = re.match(rf"\S*(?:\s+\S+){{0,{after}}}", right)
     snippet = (lm.group(0) if lm else "") + mention.text + (rm.group(0) if rm else "")
     return " ".join(snippet.split()).strip(" ,;\"'")
 

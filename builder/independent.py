@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from builder.gsm8k import ReferenceIndex, gold_answer, is_close, read_jsonl, scan_numbers
 
@@ -137,8 +138,8 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
     Each annotation becomes one assignment; a number that equals an earlier step's result is read
     from that step (the chain of the solution), every other number stays a literal that the
     importer binds to the question's mentions. A number that is both an earlier result and a value
-    the question states, or the result of two earlier steps, could be either: such a solution is not used (a wrong guess could agree
-    with an entry that made the same mistake). The program returns the last step whose result is
+    the question states, or the result of two earlier steps, could be either: such a solution is not used (a wrong
+    guess could agree with an entry that made the same mistake). The program returns the last step whose result is
     the gold answer; a solution without one (worked by hand in its last line) gives None."""
     if gold is None:
         return None

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from builder.gsm8k import is_close
 from builder.independent import WORKED_SOLUTION, IndependentProgram

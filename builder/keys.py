@@ -42,7 +42,8 @@ def generate_keypair(directory: Path) -> tuple[Path, Path]:
         # O_EXCL: never clobber a key; mode 0600 from creation, so the key is never readable by others.
         fd = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError as exc:
-        raise SigningKeyError(f"{private_path} exists already; refusing to overwrite a signing key; keep using it, or pass --out DIR for a new pair") from exc
+        raise SigningKeyError(f"{private_path} exists already; refusing to overwrite a signing key; keep using it, "
+                              "or pass --out DIR for a new pair") from exc
     with os.fdopen(fd, "wb") as out:
         out.write(pem)
     os.chmod(private_path, 0o600)  # in case the umask or filesystem widened it

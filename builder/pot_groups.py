@@ -27,8 +27,9 @@ may feed more transcripts later).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")  # a transcript
 C = TypeVar("C")  # a candidate entry

@@ -49,7 +49,8 @@ class BlockQuantized:
 
     @property
     def integer_zeros(self) -> bool:
-        return bool(np.all(self.zeros == np.rint(self.zeros))) and bool(np.all((self.zeros >= 0) & (self.zeros < (1 << self.bits))))
+        whole = bool(np.all(self.zeros == np.rint(self.zeros)))
+        return whole and bool(np.all((self.zeros >= 0) & (self.zeros < (1 << self.bits))))
 
     def packed_zeros(self) -> np.ndarray:
         """MatMulNBits uint8 zero points for 8-bit codes: one byte per block."""
@@ -57,12 +58,12 @@ class BlockQuantized:
             raise ValueError("only integer zero points of 8-bit codes are packed")
         return self.zeros.astype(np.uint8).reshape(-1)
 
-    def rows(self, order: np.ndarray) -> "BlockQuantized":
+    def rows(self, order: np.ndarray) -> BlockQuantized:
         """The same weight with its output rows (N) reordered."""
         return BlockQuantized(self.codes[order], self.scales[order], self.zeros[order], self.bits, self.block)
 
     @staticmethod
-    def stack(parts: list["BlockQuantized"]) -> "BlockQuantized":
+    def stack(parts: list[BlockQuantized]) -> BlockQuantized:
         """Weights that read the same input, concatenated along N (one MatMul instead of several)."""
         first = parts[0]
         if any((p.bits, p.block, p.shape[1]) != (first.bits, first.block, first.shape[1]) for p in parts):

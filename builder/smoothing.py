@@ -18,8 +18,8 @@ The maxima come from running the exact (fp32) graph over calibration prompts.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 

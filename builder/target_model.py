@@ -25,10 +25,9 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
-
 
 ARTEFACT_VERSION = 4
 SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "smollm3")

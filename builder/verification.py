@@ -8,9 +8,10 @@ See :mod:`builder.independent_check` for how an entry is checked.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from edge_runtime.answer.verification import VerificationStatus
 
@@ -29,7 +30,7 @@ class Verification:
                 "variants": self.variants}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> "Verification":
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Verification:
         """An entry without a record (hand-written, or imported before the check existed) is unverified."""
         if not isinstance(data, Mapping) or not data:
             return cls(VerificationStatus.UNVERIFIED, "no verification record")
@@ -40,7 +41,7 @@ class Verification:
                    variants if isinstance(variants, int) and not isinstance(variants, bool) else 0)
 
     @classmethod
-    def read_sidecar(cls, sources: Path, entry_id: str) -> "Verification":
+    def read_sidecar(cls, sources: Path, entry_id: str) -> Verification:
         """The record the importer wrote beside an entry source (``_meta/<id>.json``), if any."""
         path = Path(sources) / "_meta" / f"{entry_id}.json"
         try:

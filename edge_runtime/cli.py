@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from edge_runtime.fleet.options import FollowOptions
 
-
 #: ``arc-edge invoke`` exit code when the server answered with a MISS (0 = HIT, 2 = error, 130 = Ctrl-C).
 EXIT_MISS = 3
 
@@ -20,7 +19,7 @@ EXIT_MISS = 3
 RUN_COMPILED_EXAMPLE = """example:
   arc-build compile-entries bundles/examples --out build/compiled
   arc-edge run-compiled build/compiled/ideal-gas-pressure.py --params '{"moles": 2, "temperature": 300, "temperature_unit": "kelvin", "volume": 10, "volume_unit": "litres"}'
-"""
+"""  # noqa: E501 - one command to copy, as printed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--cert", type=Path, default=None, help="this client's certificate (mutual TLS)")
         command.add_argument("--key", type=Path, default=None, help="this client's private key (mutual TLS)")
         command.add_argument("--admin-socket", type=Path, default=None,
-                             help="the device's admin socket (default: $ARC_EDGE_DATA/admin.sock or ~/.local/share/arc-edge/admin.sock)")
+                             help="the device's admin socket (default: $ARC_EDGE_DATA/admin.sock or "
+                                  "~/.local/share/arc-edge/admin.sock)")
         if "--to" not in command._option_string_actions:
             command.add_argument("--to", default="127.0.0.1:50551")
 
@@ -185,7 +185,8 @@ def _missing_blobs_message(bundle: object, missing: list[str], model_dir: Path |
     import hashlib
 
     name = wanted.get(first)
-    found = hashlib.sha256((model_dir / name).read_bytes()).hexdigest()[:16] if name and (model_dir / name).is_file() else "no such file"
+    held = name and (model_dir / name).is_file()
+    found = hashlib.sha256((model_dir / name).read_bytes()).hexdigest()[:16] if held else "no such file"
     return f"{text}, but --model {model_dir} has {found} for {name}; pass the artefact the bundle was built with"
 
 
@@ -219,7 +220,7 @@ def _invoke(args: argparse.Namespace) -> int:
 def _push(args: argparse.Namespace) -> int:
     import grpc
 
-    from edge_runtime.errors import BundleError, BlobStoreError
+    from edge_runtime.errors import BlobStoreError, BundleError
 
     if not args.bundle.is_file():
         what = "is a directory" if args.bundle.is_dir() else "does not exist"
@@ -304,7 +305,6 @@ def _control(args: argparse.Namespace) -> int:
 
 def _inspect(args: argparse.Namespace) -> int:
     from edge_runtime.bundles.bundle import read_bundle
-
     from edge_runtime.bundles.trust import load_trusted_keys
 
     keys = load_trusted_keys(args.trust)
@@ -337,7 +337,8 @@ def _run_compiled(args: argparse.Namespace) -> int:
         from edge_runtime.model.onnx_target_lm import OnnxTargetLM
 
         if not (args.model / "manifest.json").is_file():
-            raise TargetModelError(f"{args.model}: not a target-model artefact (no manifest.json); pass a directory under build/target-models/")
+            raise TargetModelError(f"{args.model}: not a target-model artefact (no manifest.json); pass a directory "
+                                   "under build/target-models/")
         target_lm = OnnxTargetLM(LMEngine(args.model))
     execution = module.run(entry_from_dict(module.meta).validate(raw), target_lm=target_lm)
     for i, step in enumerate(execution.narration, 1):

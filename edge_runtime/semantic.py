@@ -6,11 +6,13 @@ This is the only module entry sources (and compiled modules) may import from the
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from edge_runtime.entries.context import Context, model_of
 from edge_runtime.entries.conversion import convert
+from edge_runtime.entries.metadata import EntryPoint, Param, SemanticFunction
 from edge_runtime.errors import (
     ConversionError,
     DefinitionError,
@@ -18,7 +20,6 @@ from edge_runtime.errors import (
     TargetModelError,
     ToolNotAllowedError,
 )
-from edge_runtime.entries.metadata import EntryPoint, Param, SemanticFunction
 from edge_runtime.read.values import parse_quantity
 
 __all__ = [

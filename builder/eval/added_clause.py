@@ -32,9 +32,10 @@ import hashlib
 import json
 import random
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from builder.eval.gsm_data import DATA
 

@@ -16,9 +16,10 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 #: Fields that measure time, not behaviour: they differ between two runs of the same code.
 TIMING_FIELDS = frozenset({"latency_ms", "server_ms"})

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, required=True)
@@ -107,8 +106,8 @@ class EdgeServerProcess:
             raise
 
     def _install(self, model_dir: Path | None, log: Any) -> None:
-        from edge_runtime.serving.client import EdgeClient
         from edge_runtime.proto import edge_pb2 as pb
+        from edge_runtime.serving.client import EdgeClient
 
         with EdgeClient(self.address, admin_socket=self.admin_socket, timeout_s=60) as client:
             pushed = client.push(self.bundle, model_dir=model_dir)
@@ -152,7 +151,7 @@ class EdgeServerProcess:
         self._stderr.close()
         self._tmp.cleanup()
 
-    def __enter__(self) -> "EdgeServerProcess":
+    def __enter__(self) -> EdgeServerProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:

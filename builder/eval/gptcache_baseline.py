@@ -20,8 +20,9 @@ import importlib.util
 import json
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -132,7 +133,7 @@ class GPTCacheBaseline:
         parts = [np.asarray(self.embedder.embed(texts[i:i + batch]), dtype=np.float32) for i in range(0, len(texts), batch)]
         return np.concatenate(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)
 
-    def system(self, threshold: float, name: str | None = None) -> "GPTCacheSystem":
+    def system(self, threshold: float, name: str | None = None) -> GPTCacheSystem:
         return GPTCacheSystem(self, threshold, name or ("gptcache" if threshold == THRESHOLDS[0] else f"gptcache_t{threshold:g}"))
 
     def close(self) -> None:

@@ -51,7 +51,7 @@ class QuerySet:
     def kinds(self) -> list[str]:
         return sorted({r.kind for r in self.rows if r.kind})
 
-    def limited(self, limit: int | None) -> "QuerySet":
+    def limited(self, limit: int | None) -> QuerySet:
         """The first ``limit`` rows, or, when the set has kinds, up to ``limit`` rows spread evenly over
         the kinds (every k-th row of each kind), so a limited run still reports every kind."""
         if limit is None or limit >= len(self.rows):

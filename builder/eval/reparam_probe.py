@@ -31,9 +31,10 @@ import argparse
 import json
 import random
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from builder.eval.added_clause import half_of
 from builder.eval.gsm_data import DATA
@@ -91,7 +92,7 @@ class Names:
     genders: Mapping[str, str]
 
     @classmethod
-    def load(cls, exclude: Iterable[str] = ()) -> "Names":
+    def load(cls, exclude: Iterable[str] = ()) -> Names:
         from faker.providers.person.en_US import Provider
 
         female = set(Provider.first_names_female) - set(Provider.first_names_male) - _NOT_NAMES
@@ -329,10 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--entries", type=int, default=150, help="entries sampled (by a fixed hash of their id)")
     args = parser.parse_args(argv)
 
-    from edge_runtime.bundles.bundle import read_bundle
-    from edge_runtime.serving.client import EdgeClient
     from builder.eval.edge_process import EdgeServerProcess
     from builder.eval.runner import bundle_model_dir
+    from edge_runtime.bundles.bundle import read_bundle
+    from edge_runtime.serving.client import EdgeClient
 
     bundle = read_bundle(args.bundle, trusted_keys=None, allow_unsigned=True)
     key = bytes.fromhex(bundle.manifest["public_key"])

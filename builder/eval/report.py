@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 
 def write_json(path: Path, report: dict[str, Any]) -> Path:
@@ -121,10 +122,12 @@ def markdown(report: dict[str, Any], image_dir: str | None = None) -> str:
                 if not value:
                     continue
                 if "n" in value:
-                    lines.append(f"| {system} | {label} | {value['n']} | {_ms(value['p50'])} | {_ms(value['p95'])} | {_ms(value['p99'])} |")
+                    lines.append(f"| {system} | {label} | {value['n']} | {_ms(value['p50'])} | {_ms(value['p95'])} | "
+                                 f"{_ms(value['p99'])} |")
                 else:
                     for path, p in value.items():
-                        lines.append(f"| {system} | {label} ({path}) | {p['n']} | {_ms(p['p50'])} | {_ms(p['p95'])} | {_ms(p['p99'])} |")
+                        lines.append(f"| {system} | {label} ({path}) | {p['n']} | {_ms(p['p50'])} | {_ms(p['p95'])} "
+                                     f"| {_ms(p['p99'])} |")
             miss = data.get("miss_latency_ms")
             if miss and miss.get("n"):
                 lines.append(f"| {system} | miss | {miss['n']} | {_ms(miss['p50'])} | {_ms(miss['p95'])} | {_ms(miss['p99'])} |")

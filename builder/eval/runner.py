@@ -23,10 +23,11 @@ import json
 import os
 import platform
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from builder.eval.answers import answers_match
 from builder.eval.metrics import percentiles, summarise_by_kind, sweep
@@ -138,7 +139,8 @@ def _probes(system: ArcSystem, records: list[dict[str, Any]], sets: Sequence[Que
     return out
 
 
-def arc_sweep_points(records: Sequence[dict[str, Any]], probes: dict[str, dict[str, Any]]) -> list[tuple[float, bool, bool, bool]]:
+def arc_sweep_points(records: Sequence[dict[str, Any]],
+                     probes: dict[str, dict[str, Any]]) -> list[tuple[float, bool, bool, bool]]:
     """(similarity, would be right, would serve, should serve) per query, for metrics.sweep."""
     points = []
     for r in records:
@@ -392,7 +394,8 @@ def cli_eval(args: Any) -> int:
     systems = tuple(s.strip() for s in args.systems.split(",") if s.strip()) if args.systems else ALL_SYSTEMS
     options = EvalOptions(
         bundle=args.bundle, queries=list(args.queries), json_path=args.json, markdown=args.markdown,
-        plots=args.plots if args.plots is not None else Path(args.json).parent / "img", limit=args.limit, systems=systems, speed_seconds=args.speed_seconds,
+        plots=args.plots if args.plots is not None else Path(args.json).parent / "img", limit=args.limit,
+        systems=systems, speed_seconds=args.speed_seconds,
         sweep_probes=not args.no_probes, resume=args.resume, command=command_line(args), progress=console.log,
     )
     for path in [options.bundle, *options.queries]:

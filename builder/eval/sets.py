@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from builder.eval.gsm_data import DATA, GSM8K_TEST, PAL_GSMHARD
 from builder.eval.querysets import gsm8k_entry_id

@@ -10,7 +10,8 @@ from __future__ import annotations
 import random
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from builder.eval.metrics import percentiles
 
@@ -38,8 +39,8 @@ def mixed_hits(records: Sequence[dict[str, Any]], limit: int = 200) -> list[str]
 
 def throughput(address: str, queries: Sequence[str], concurrency: int, seconds: float) -> dict[str, Any]:
     """Requests per second with ``concurrency`` clients for ``seconds``; latency percentiles under that load."""
-    from edge_runtime.serving.client import EdgeClient
     from edge_runtime.proto import edge_pb2 as pb
+    from edge_runtime.serving.client import EdgeClient
 
     lock = threading.Lock()
     latencies: list[float] = []

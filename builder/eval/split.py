@@ -31,6 +31,6 @@ class Split:
         return path
 
     @classmethod
-    def load(cls, path: Path) -> "Split":
+    def load(cls, path: Path) -> Split:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         return cls(tuple(data["bundle_ids"]), tuple(data["unrelated_ids"]), tuple(data["dev_ids"]), int(data["seed"]))

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -60,12 +61,12 @@ def read_misslogs(paths: Iterable[Path]) -> list[dict[str, Any]]:
 
 def embedder_from_bundle(bundle_path: Path, blob_dir: Path | None = None) -> Any:
     """The static routing embedder a bundle ships (its out-of-line table and tokenizer from ``blob_dir``)."""
-    from edge_runtime.bundles.bundle import BLOBS_DIR, read_bundle
-    from edge_runtime.route.bundle_routing import EMBEDDER_TABLE, EMBEDDER_TOKENIZER
     import io
 
     from tokenizers import Tokenizer
 
+    from edge_runtime.bundles.bundle import BLOBS_DIR, read_bundle
+    from edge_runtime.route.bundle_routing import EMBEDDER_TABLE, EMBEDDER_TOKENIZER
     from edge_runtime.route.static_embedder import StaticEmbedder
 
     bundle = read_bundle(Path(bundle_path), trusted_keys=[], allow_unsigned=True)

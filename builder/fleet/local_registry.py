@@ -64,7 +64,7 @@ class LocalRegistry:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout_s: float = 20.0) -> "LocalRegistry":
+    def start(self, timeout_s: float = 20.0) -> LocalRegistry:
         self.storage.mkdir(parents=True, exist_ok=True)
         config = self.storage.parent / f"registry-{self.port}.yml"
         config.write_text(CONFIG.format(storage=self.storage, port=self.port))
@@ -94,7 +94,7 @@ class LocalRegistry:
                 self.process.wait()
         self.process = None
 
-    def __enter__(self) -> "LocalRegistry":
+    def __enter__(self) -> LocalRegistry:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -82,8 +82,8 @@ def publish(bundle_path: Path, reference: str, tuf: TufRepository, *, blob_dir: 
         client.push_blob(source, layer["digest"])  # the registry checks the digest of what it receives
         result.layers_uploaded.append(layer["annotations"][media.TITLE])
     sizes = {"bundle_bytes": layers[0][0]["size"],
-             "blob_bytes": sum(l["size"] for l, _ in layers if l["mediaType"] == media.BLOB),
-             "model_bytes": sum(l["size"] for l, _ in layers if l["mediaType"] == media.MODEL_BLOB)}
+             "blob_bytes": sum(layer["size"] for layer, _ in layers if layer["mediaType"] == media.BLOB),
+             "model_bytes": sum(layer["size"] for layer, _ in layers if layer["mediaType"] == media.MODEL_BLOB)}
     config = {"name": bundle.name, "version": bundle.version, "bundle_digest": bundle.digest,
               "key_id": bundle.key_id, "created_at": bundle.manifest.get("created_at", ""),
               "target_model": (bundle.target_model or {}).get("sha256")}

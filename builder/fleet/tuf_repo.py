@@ -29,7 +29,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from securesystemslib.signer import CryptoSigner, SSlibKey
-from tuf.api.metadata import MetaFile, Metadata, Root, Snapshot, TargetFile, Targets, Timestamp
+from tuf.api.metadata import Metadata, MetaFile, Root, Snapshot, TargetFile, Targets, Timestamp
 from tuf.api.serialization.json import JSONSerializer
 
 from edge_runtime.errors import SigningKeyError
@@ -80,7 +80,7 @@ class TufRepository:
         return self.metadata_dir / "root.json"
 
     @classmethod
-    def init(cls, root_dir: Path, *, expiry_days: dict[str, float] | None = None) -> "TufRepository":
+    def init(cls, root_dir: Path, *, expiry_days: dict[str, float] | None = None) -> TufRepository:
         """New keys for the four roles and version 1 of every role (no targets yet)."""
         days = {**EXPIRY_DAYS, **(expiry_days or {})}
         repo = cls(Path(root_dir))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from builder.param_source import param_source
 from edge_runtime.entries.metadata import EntryPoint

@@ -15,22 +15,23 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
+from builder.confined_build import read_sources
+from builder.confined_session import ConfinedCompiled, ConfinedRegistry, ConfinedSession
 from builder.llm import prompts
 from builder.llm.assemble import assemble_module
 from builder.llm.client import AnswerError, FatalLLMError, LLMClient, LLMError, Tool
-from builder.confined_build import read_sources
-from builder.confined_session import ConfinedCompiled, ConfinedRegistry, ConfinedSession
 from builder.llm.implement import FunctionOutcome, Implementer
 from builder.llm.phases import Job, decompose, identify_parameters, isolate, plan_functions
 from builder.llm.report import EntryReport, Rejected, economics, source_call_usd, summarise
 from builder.llm.verify import answers_match, pass_rate, plan_round_trips, run_round_trip
+from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.errors import ArcError, CompileError
 from edge_runtime.read.extractor import Extractor
-from edge_runtime.entries.metadata import EntryPoint
 
 INDEX = "build_index.jsonl"
 _KEY_MARK = re.compile(r"^build-key: (\S+)$", re.MULTILINE)
@@ -219,7 +220,8 @@ class QuestionBuilder:
         except ArcError as exc:
             raise Rejected("wrong_on_original", f"the entry crashed on the original values: {exc}") from exc
         if not answers_match(dynamic, reference) or not answers_match(static, reference):
-            raise Rejected("wrong_on_original", f"answers {dynamic!r} (compiled {static!r}); the transcript's answer is {reference!r}")
+            raise Rejected("wrong_on_original", f"answers {dynamic!r} (compiled {static!r}); the transcript's answer "
+                                                f"is {reference!r}")
 
     def test_round_trips(self, job: Job, entry: EntryPoint, compiled: ConfinedCompiled, report: EntryReport) -> None:
         seed = int(hashlib.sha256(f"{self.options.seed}:{job.key}".encode()).hexdigest()[:8], 16)

@@ -21,10 +21,11 @@ import random
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from builder.llm.schema import schema_errors
 

@@ -19,8 +19,9 @@ with ``function_rejected`` and every attempt's problems are kept in the report.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from builder.confined_session import ConfinedRegistry, FunctionInfo
 from builder.llm import prompts
@@ -29,8 +30,8 @@ from builder.llm.client import JUDGES, AnswerError, LLMClient, Tool
 from builder.llm.phases import Job, Plan, PlannedFunction, ask_builder, normalise
 from builder.llm.report import Rejected
 from builder.llm.verify import answers_match, jsonable
-from edge_runtime.errors import AmbiguousReferenceError, ArcError, NoMatchError
 from edge_runtime.entries.validator import find_violations
+from edge_runtime.errors import AmbiguousReferenceError, ArcError, NoMatchError
 
 SUBMIT_TOOL = Tool(
     "submit_function",

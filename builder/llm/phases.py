@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 from builder.confined_session import ConfinedRegistry
 from builder.llm import prompts
 from builder.llm.client import AnswerError, LLMClient, Meter, Tool
 from builder.llm.report import Rejected
-from edge_runtime.errors import ArcError
 from edge_runtime.entries.metadata import PARAM_TYPES, EntryPoint, Param
+from edge_runtime.errors import ArcError
 
 
 def normalise(text: str) -> str:

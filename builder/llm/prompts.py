@@ -7,7 +7,8 @@ files requests by their exact content) and a reviewer can read what the models w
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from edge_runtime.entries.module_allowlist import MODULE_ATTRIBUTES
 

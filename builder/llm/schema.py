@@ -9,7 +9,8 @@ JSON path, so they can be fed back to the model verbatim.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),

@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable
+from typing import Any
 
 ROLE_TAG = re.compile(r"\[arc-role:([\w-]+)\]")
 
@@ -96,7 +97,7 @@ class StubMessagesServer:
         self._thread: threading.Thread | None = None
 
     # ---- lifecycle ----------------------------------------------------------------
-    def start(self) -> "StubMessagesServer":
+    def start(self) -> StubMessagesServer:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -128,7 +129,7 @@ class StubMessagesServer:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "StubMessagesServer":
+    def __enter__(self) -> StubMessagesServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -14,14 +14,15 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
-from edge_runtime.errors import ArcError
-from edge_runtime.read.extractor import Extractor
 from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.entries.registry import Execution
+from edge_runtime.errors import ArcError
+from edge_runtime.read.extractor import Extractor
 
 
 class CompiledRunner(Protocol):
@@ -167,7 +168,8 @@ def run_round_trip(
     trip.extracted, trip.extraction_path = dict(extraction.values), extraction.path
     wrong = [name for name, value in trip.values.items() if not _same_value(extraction.values.get(name), value)]
     if wrong:
-        trip.problem = f"extraction gave {[(n, extraction.values.get(n)) for n in wrong]}, rendered {[(n, trip.values[n]) for n in wrong]}"
+        got = [(n, extraction.values.get(n)) for n in wrong]
+        trip.problem = f"extraction gave {got}, rendered {[(n, trip.values[n]) for n in wrong]}"
         return trip
     try:
         result = compiled.run(extraction.values, target_lm=target_lm).result

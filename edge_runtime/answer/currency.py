@@ -12,8 +12,8 @@ as the entry wrote it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from edge_runtime.entries.context import NarrationStep
 

@@ -9,9 +9,10 @@ both are a MISS ``answer_out_of_domain``, never a wrong answer.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any
 
 from edge_runtime.entries.metadata import EntryPoint
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from edge_runtime.answer.result import Answer
 from edge_runtime.answer.verification import VerificationStatus
-from edge_runtime.outcome import MissReason
+from edge_runtime.outcome import STAGES, MissReason
 from edge_runtime.proto import edge_pb2 as pb
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def to_response(answerer: Pipeline, answer: Answer) -> pb.InvokeResponse:
         result_json=as_json(answer.result) if answer.hit else "",
         answer_json=as_json(answer.answer) if answer.hit and answer.answer is not None else "",
         narration=[pb.NarrationStep(function=s.function, text=s.text) for s in answer.narration],
-        timings=pb.Timings(**{k: v for k, v in answer.timings.items() if k in ("is1_ms", "is2_ms", "is3_ms", "is4_ms", "total_ms")}),
+        timings=pb.Timings(**{k: v for k, v in answer.timings.items() if k in (*STAGES, "total_ms")}),
         serving_path=answer.path.value if answer.path is not None else "",
         bundle_name=answerer.name,
         bundle_version=answerer.version,

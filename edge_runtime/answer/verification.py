@@ -18,7 +18,7 @@ class VerificationStatus(enum.Enum):
     UNVERIFIED = "unverified"
 
     @classmethod
-    def from_record(cls, record: Any) -> "VerificationStatus":
+    def from_record(cls, record: Any) -> VerificationStatus:
         """The status a manifest entry records; anything else (absent, malformed) is unverified."""
         status = record.get("status") if isinstance(record, dict) else None
         return cls.VERIFIED if status == cls.VERIFIED.value else cls.UNVERIFIED

@@ -8,8 +8,8 @@ the total. Over either limit the push is refused before a byte reaches the disk.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 from edge_runtime.errors import BlobQuotaError
 

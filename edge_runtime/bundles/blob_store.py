@@ -25,8 +25,9 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from edge_runtime.errors import BlobStoreError
 
@@ -44,7 +45,7 @@ def artefact_digest(files: Iterable[Mapping[str, Any]]) -> str:
     """
     digest = hashlib.sha256()
     for item in sorted(files, key=lambda f: str(f["path"])):
-        digest.update(f"{item['path']}\0{int(item['size'])}\0{item['sha256']}\n".encode("utf-8"))
+        digest.update(f"{item['path']}\0{int(item['size'])}\0{item['sha256']}\n".encode())
     return digest.hexdigest()
 
 

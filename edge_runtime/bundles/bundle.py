@@ -16,15 +16,19 @@ import hashlib
 import os
 import re
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Mapping
+from typing import Any
 
 import msgpack
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from edge_runtime.answer.verification import VerificationStatus
 from edge_runtime.bundles.blob_store import artefact_digest
+from edge_runtime.entries.metadata import EntryPoint, entry_from_dict
+from edge_runtime.entries.validator import validate_source
 from edge_runtime.errors import (
     ArcError,
     BundleError,
@@ -33,9 +37,6 @@ from edge_runtime.errors import (
     SignatureError,
     UnsafeCodeError,
 )
-from edge_runtime.entries.metadata import EntryPoint, entry_from_dict
-from edge_runtime.entries.validator import validate_source
-from edge_runtime.answer.verification import VerificationStatus
 
 MAGIC = b"ARCB"
 #: What the builder writes. Version 2 stores shared routing data (the embedding table, the tokenizer)
@@ -257,7 +258,8 @@ def _verify_signature(
     if signature == UNSIGNED:
         if allow_unsigned:
             return None
-        raise SignatureError(f"{where}: bundle is unsigned (all-zero signature); sign it (arc-build bundle --key), or for development only serve with --insecure-allow-unsigned")
+        raise SignatureError(f"{where}: bundle is unsigned (all-zero signature); sign it (arc-build bundle --key), "
+                             "or for development only serve with --insecure-allow-unsigned")
     message = signed_message(manifest_bytes, version)
     for key in trusted:
         try:
@@ -370,7 +372,8 @@ def _read_files(data: bytes, start: int, listed: list[Any], where: str) -> dict[
         if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
             raise BundleFormatError(f"{where}: file {path!r}: sha256 must be 64 lowercase hex digits")
         if offset != expected_offset:
-            raise BundleFormatError(f"{where}: file {path!r}: offset {offset}, expected {expected_offset} (files must be contiguous, in order)")
+            raise BundleFormatError(f"{where}: file {path!r}: offset {offset}, expected {expected_offset} (files "
+                                    "must be contiguous, in order)")
         if offset + size > payload_size:
             raise BundleFormatError(
                 f"{where}: truncated: file {path!r} needs payload bytes {offset}..{offset + size}, the payload has {payload_size}"
@@ -420,7 +423,8 @@ def _check_entries(
             raise BundleFormatError(f"{where}: entry {entry_id!r} is listed twice")
         path = item.get("module")
         if path != module_path(entry_id) or path not in files:
-            raise BundleFormatError(f"{where}: entry {entry_id!r}: module {path!r} is not {module_path(entry_id)!r} in the payload")
+            raise BundleFormatError(f"{where}: entry {entry_id!r}: module {path!r} is not {module_path(entry_id)!r} "
+                                    "in the payload")
         if item.get("module_sha256") != hashlib.sha256(files[path]).hexdigest():
             raise IntegrityError(f"{where}: entry {entry_id!r}: module_sha256 does not match {path!r}")
         try:

@@ -13,8 +13,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from edge_runtime.errors import BundleError
 from edge_runtime.bundles.versions import BundleVersion
+from edge_runtime.errors import BundleError
 
 
 class HighWaterMarks:

@@ -41,7 +41,7 @@ class BundleVersion:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BundleVersion) and self._key() == other._key()
 
-    def __lt__(self, other: "BundleVersion") -> bool:
+    def __lt__(self, other: BundleVersion) -> bool:
         return self._key() < other._key()
 
     def __hash__(self) -> int:

@@ -13,15 +13,16 @@ import ast
 import copy
 import hashlib
 import pprint
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from edge_runtime.entries.context import Context
-from edge_runtime.errors import ArcError, CompileError, ResolutionError
 from edge_runtime.entries.metadata import EntryPoint, entry_to_dict
 from edge_runtime.entries.registry import Execution, RegisteredFunction, Registry, wrap_failures
 from edge_runtime.entries.sandbox import exec_source
 from edge_runtime.entries.source_analysis import call_arg, constant_str, primitive_name
+from edge_runtime.errors import ArcError, CompileError, ResolutionError
 
 _RUNTIME_PRIMITIVES = ("narrate", "convert", "lm", "extract", "smart_convert", "invoke_tool")
 

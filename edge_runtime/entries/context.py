@@ -7,11 +7,12 @@ afterwards, so sibling calls never see each other's values.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
-from edge_runtime.errors import ExecutionError, NoMatchError
 from edge_runtime.entries.metadata import SemanticFunction
+from edge_runtime.errors import ExecutionError, NoMatchError
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,10 @@ class Resolver(Protocol):
 #: Each context's target model, kept off the context itself: entry code holds ``ctx``, and nothing
 #: reachable from it may be the model (entries reach the model only through lm/extract/smart_convert,
 #: which apply the caps). Weak keys: a context's model goes with it.
-_MODELS: "weakref.WeakKeyDictionary[Context, Any]" = weakref.WeakKeyDictionary()
+_MODELS: weakref.WeakKeyDictionary[Context, Any] = weakref.WeakKeyDictionary()
 
 
-def model_of(ctx: "Context") -> Any:
+def model_of(ctx: Context) -> Any:
     """The target model ``ctx`` was created with (None if none): for the primitives only."""
     return _MODELS.get(ctx)
 

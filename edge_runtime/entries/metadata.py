@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 import string
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from edge_runtime.errors import DefinitionError, ParameterValidationError
 

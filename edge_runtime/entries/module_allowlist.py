@@ -15,8 +15,8 @@ example entry used them).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
 
 def _names(text: str) -> frozenset[str]:

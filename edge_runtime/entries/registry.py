@@ -9,15 +9,18 @@ a wrong callee is never picked silently.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from edge_runtime.entries.context import Context, NarrationStep
-from edge_runtime.route.embedder import Embedder
+from edge_runtime.entries.metadata import EntryPoint, SemanticFunction
+from edge_runtime.entries.sandbox import exec_source
+from edge_runtime.entries.source_analysis import FunctionFacts, analyse_function, decorated_functions
 from edge_runtime.errors import (
     AmbiguousReferenceError,
     ArcError,
@@ -26,10 +29,8 @@ from edge_runtime.errors import (
     NoMatchError,
     ParameterValidationError,
 )
-from edge_runtime.entries.metadata import EntryPoint, SemanticFunction
-from edge_runtime.entries.sandbox import exec_source
+from edge_runtime.route.embedder import Embedder
 from edge_runtime.semantic import call_function
-from edge_runtime.entries.source_analysis import FunctionFacts, analyse_function, decorated_functions
 
 
 @dataclass(frozen=True)

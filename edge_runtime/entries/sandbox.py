@@ -10,8 +10,8 @@ import builtins
 from types import MappingProxyType
 from typing import Any
 
-from edge_runtime.errors import UnsafeCodeError
 from edge_runtime.entries.validator import ALLOWED_IMPORTS, validate_source
+from edge_runtime.errors import UnsafeCodeError
 
 _SAFE_NAMES = (
     "abs all any bool dict divmod enumerate filter float frozenset int isinstance len list map max min "

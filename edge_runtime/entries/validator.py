@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 import re
 
-from edge_runtime.errors import UnsafeCodeError
 from edge_runtime.entries.module_allowlist import MODULE_ATTRIBUTES, attribute_allowed
+from edge_runtime.errors import UnsafeCodeError
 
 ALLOWED_IMPORTS: frozenset[str] = frozenset(MODULE_ATTRIBUTES) | {"edge_runtime", "edge_runtime.semantic"}
 """Modules entries may import: pure computation (each with its attribute allowlist,
@@ -320,7 +320,8 @@ class _Checker(ast.NodeVisitor):
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 inside = any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for line, _, _ in self.found)
                 if not _is_constant_expression(stmt.value) and not inside:
-                    self.flag(stmt.value, "top-level", "module-level values must be constants or entry_point()/Param() of constants")
+                    self.flag(stmt.value, "top-level", "module-level values must be constants or "
+                                                       "entry_point()/Param() of constants")
                 if not _is_constant_expression(stmt.value):
                     continue
                 for call in (n for n in ast.walk(stmt.value) if isinstance(n, ast.Call)):

@@ -36,7 +36,6 @@ import builtins
 import collections
 import datetime
 import hashlib
-import importlib
 import io
 import itertools
 import logging
@@ -51,17 +50,19 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from multiprocessing.connection import Connection
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from edge_runtime import errors
 from edge_runtime.entries.compiler import LoadedCompiledEntry
-from edge_runtime.execute.confinement import EXIT_ORPHANED, enter_sandbox
 from edge_runtime.entries.context import NarrationStep
+from edge_runtime.entries.registry import Execution
+from edge_runtime.entries.validator import ALLOWED_IMPORTS
 from edge_runtime.errors import (
     ArcError,
     DeadlineExceededError,
@@ -74,10 +75,9 @@ from edge_runtime.errors import (
     WorkerCrashedError,
     WorkerPoolClosedError,
 )
+from edge_runtime.execute.confinement import enter_sandbox
 from edge_runtime.model.lm_limits import LMLimits
-from edge_runtime.entries.registry import Execution
 from edge_runtime.model.target_lm import TargetLM
-from edge_runtime.entries.validator import ALLOWED_IMPORTS
 
 __all__ = ["WorkerPool", "MAX_REPLY_BYTES"]
 

@@ -27,20 +27,20 @@ import os
 import random
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tuf.api import exceptions as tuf_errors
 from tuf.api.metadata import Metadata
 from tuf.ngclient import Updater, UpdaterConfig
 
+from edge_runtime.bundles.versions import BundleVersion
 from edge_runtime.errors import ArcError, BundleError, DowngradeError
 from edge_runtime.fleet import media
 from edge_runtime.fleet.options import FollowOptions
 from edge_runtime.fleet.registry import RegistryClient, RegistryError, RegistryIntegrityError
 from edge_runtime.fleet.tuf_fetcher import BASE_URL, RegistryFetcher
-from edge_runtime.bundles.versions import BundleVersion
 
 log = logging.getLogger("arc.edge.follow")
 
@@ -177,14 +177,14 @@ class Follower:
         info.verify_length_and_hashes(manifest_bytes)  # what TUF signed is exactly this manifest
         manifest = json.loads(manifest_bytes)
         layers = manifest.get("layers") or []
-        bundle_layers = [l for l in layers if l.get("mediaType") == media.BUNDLE]
+        bundle_layers = [layer for layer in layers if layer.get("mediaType") == media.BUNDLE]
         if len(bundle_layers) != 1:
             raise FollowError(f"manifest {arc['manifest_digest']} has {len(bundle_layers)} bundle layers, not one")
         data = self.client.get_blob(bundle_layers[0]["digest"], int(bundle_layers[0]["size"]))
         bundle, missing = runtime.stage_bundle(data)
         if (bundle.name, bundle.version) != (name, version):
             raise FollowError(f"TUF names {bundle_id} but the signed bundle is {bundle.name}-{bundle.version}; refused")
-        by_digest = {l.get("digest"): l for l in layers}
+        by_digest = {layer.get("digest"): layer for layer in layers}
         for sha in missing:
             layer = by_digest.get(f"sha256:{sha}")
             if layer is None:
@@ -244,7 +244,7 @@ class Follower:
         j = max(0.0, min(self.options.jitter, 1.0))
         return self.options.interval_s * random.uniform(1 - j, 1 + j)
 
-    def start(self) -> "Follower":
+    def start(self) -> Follower:
         def loop() -> None:
             self.poll_once()
             while not self._stop.wait(self.next_delay()):

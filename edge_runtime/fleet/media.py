@@ -60,7 +60,7 @@ class Reference:
     tag: str | None = None
 
     @classmethod
-    def parse(cls, text: str) -> "Reference":
+    def parse(cls, text: str) -> Reference:
         scheme = None
         for prefix in ("http://", "https://"):
             if text.startswith(prefix):

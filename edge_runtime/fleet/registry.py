@@ -15,8 +15,9 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any
 
 from edge_runtime.errors import ArcError
 from edge_runtime.fleet.media import OCI_MANIFEST, Reference, check_digest, check_tag

@@ -9,7 +9,7 @@ registry does not hold is an HTTP 404 to the Updater, which is how it learns the
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from tuf.api.exceptions import DownloadHTTPError
 from tuf.ngclient import FetcherInterface

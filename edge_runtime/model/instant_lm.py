@@ -8,7 +8,7 @@ Every answer it gives is something a real model would be asked to produce.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from edge_runtime.model.target_lm import TargetLM
 from edge_runtime.read.english_words import FRACTIONS, ONES

@@ -18,18 +18,17 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
-
+from typing import Any
 
 import numpy as np  # noqa: E402
 
 from edge_runtime.errors import LMDeadlineError, TargetModelError  # noqa: E402
 from edge_runtime.model.malloc_tuning import release_free_memory  # noqa: E402
 from edge_runtime.model.row_table import RowTable  # noqa: E402
-
 
 #: Bytes of float32 head rows kept for the token sets constraints ask about (a 100-token copy set is 230 KB).
 ROWS_CACHE_BYTES = 24 << 20
@@ -89,7 +88,7 @@ class KVState:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.keys) + sum(a.nbytes for a in self.values)
 
-    def truncate(self, length: int) -> "KVState":
+    def truncate(self, length: int) -> KVState:
         """The state of the first ``length`` tokens (drops rejected draft tokens)."""
         if length >= self.length:
             return self

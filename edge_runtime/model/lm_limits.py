@@ -26,7 +26,7 @@ class LMLimits:
         if self.max_prompt_tokens < 1 or self.max_new_tokens < 1 or not self.call_seconds > 0:
             raise ValueError(f"lm limits must be positive: {self}")
 
-    def within(self, requested: Any) -> "LMLimits":
+    def within(self, requested: Any) -> LMLimits:
         """The limits a bundle's manifest asks for (``"lm_limits": {"max_prompt_tokens": ..., ...}``),
         never above these device limits; a field it leaves out keeps the device's value."""
         if requested is None:

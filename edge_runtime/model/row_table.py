@@ -11,8 +11,8 @@ peak RSS for ~0.1 ms per 75-token pass.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

@@ -6,8 +6,8 @@ The onnxruntime engine implements it; tests may plug a deterministic stand-in.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Sequence
 
 
 class TargetLM(ABC):

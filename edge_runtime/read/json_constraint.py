@@ -11,8 +11,9 @@ tokens, never the 49k vocabulary, and it runs without torch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from edge_runtime.errors import ExtractionError
 
@@ -126,7 +127,8 @@ class JsonSlotsConstraint:
         while at >= 0:
             j = at + lead
             if lead == len(value) or j == 0 or not (
-                question[j - 1].isalnum() or (question[j - 1] in ".,/" and j >= 2 and question[j - 2].isdigit() and question[j].isdigit())
+                question[j - 1].isalnum()
+                or (question[j - 1] in ".,/" and j >= 2 and question[j - 2].isdigit() and question[j].isdigit())
             ):
                 found.append(at)
             at = question.find(value, at + 1)

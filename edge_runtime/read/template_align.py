@@ -45,8 +45,8 @@ from difflib import SequenceMatcher
 from fractions import Fraction
 
 from edge_runtime.answer.currency import SYMBOLS as CURRENCY_SYMBOLS
-from edge_runtime.read.draft import number_spans
 from edge_runtime.entries.metadata import Param
+from edge_runtime.read.draft import number_spans
 from edge_runtime.read.english_words import CARDINALS, ONES, TENS, plural_stem
 from edge_runtime.read.values import MONTH_DAYS, TIME_UNITS
 
@@ -109,7 +109,8 @@ def _template_tokens(template: str) -> list[str]:
     return out
 
 
-def aligned_values(template: str, params: tuple[Param, ...], question: str, *, min_anchor_ratio: float = 0.6) -> dict[str, str] | None:
+def aligned_values(template: str, params: tuple[Param, ...], question: str, *,
+                   min_anchor_ratio: float = 0.6) -> dict[str, str] | None:
     """Each parameter's text in ``question`` if the question is the template reworded around its slots, else None."""
     t_tokens = _template_tokens(template)
     q_tokens = _tokens(question)

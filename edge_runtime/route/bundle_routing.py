@@ -10,8 +10,9 @@ from __future__ import annotations
 import io
 import json
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from tokenizers import Tokenizer

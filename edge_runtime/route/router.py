@@ -14,9 +14,9 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import hnswlib
 import msgpack
@@ -66,7 +66,8 @@ class Router:
         index = hnswlib.Index(space="ip", dim=int(vectors.shape[1]))
         index.init_index(max_elements=len(texts), ef_construction=ef_construction, M=M, random_seed=seed)
         index.add_items(vectors, np.arange(len(texts)), num_threads=1)  # one thread: a reproducible graph
-        self._setup(embedder, index, entry_ids, texts, text_entry, {"M": M, "ef_construction": ef_construction, "ef": ef, "seed": seed})
+        settings = {"M": M, "ef_construction": ef_construction, "ef": ef, "seed": seed}
+        self._setup(embedder, index, entry_ids, texts, text_entry, settings)
 
     def _setup(
         self,
@@ -146,7 +147,7 @@ class Router:
         return directory
 
     @classmethod
-    def load(cls, directory: str | Path, embedder: Embedder) -> "Router":
+    def load(cls, directory: str | Path, embedder: Embedder) -> Router:
         directory = Path(directory)
         labels = json.loads((directory / LABELS_FILE).read_text(encoding="utf-8"))
         return cls._from_parts(labels, directory / INDEX_FILE, embedder)
@@ -161,7 +162,7 @@ class Router:
         return msgpack.packb({"labels": self._labels(), "index": index_bytes}, use_bin_type=True)
 
     @classmethod
-    def from_bytes(cls, data: bytes, embedder: Embedder) -> "Router":
+    def from_bytes(cls, data: bytes, embedder: Embedder) -> Router:
         unpacked = msgpack.unpackb(data, raw=False)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / INDEX_FILE
@@ -169,7 +170,7 @@ class Router:
             return cls._from_parts(unpacked["labels"], path, embedder)
 
     @classmethod
-    def _from_parts(cls, labels: dict, index_path: Path, embedder: Embedder) -> "Router":
+    def _from_parts(cls, labels: dict, index_path: Path, embedder: Embedder) -> Router:
         if labels.get("format") != FORMAT:
             raise ValueError(f"unknown router format {labels.get('format')!r}")
         index = hnswlib.Index(space="ip", dim=int(labels["dim"]))

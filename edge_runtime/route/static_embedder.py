@@ -13,8 +13,9 @@ Only numpy and tokenizers are used: no onnxruntime session, no torch.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from tokenizers import Tokenizer
@@ -94,7 +95,7 @@ class StaticEmbedder(Embedder):
         return directory
 
     @classmethod
-    def load(cls, directory: str | Path, *, mmap: bool = True) -> "StaticEmbedder":
+    def load(cls, directory: str | Path, *, mmap: bool = True) -> StaticEmbedder:
         """Load a directory written by ``save`` (or by ``builder.distill``); the table is memory-mapped by default."""
         directory = Path(directory)
         for name in (TOKENIZER_FILE, TABLE_FILE):

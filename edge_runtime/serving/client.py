@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import grpc
 
@@ -132,7 +133,7 @@ class EdgeClient:
         if self.admin_channel is not None:
             self.admin_channel.close()
 
-    def __enter__(self) -> "EdgeClient":
+    def __enter__(self) -> EdgeClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import threading
 from collections import defaultdict
-from typing import Any, Callable
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 BUCKETS_MS = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 

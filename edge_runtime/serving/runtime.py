@@ -13,18 +13,19 @@ import os
 import resource
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from edge_runtime.answer.result import Answer
-from edge_runtime.flags import option, subtree
-from edge_runtime.options import ModelOptions, PipelineOptions, PoolOptions
-from edge_runtime.pipeline import Pipeline
 from edge_runtime.bundles.blob_store import BlobStore
-from edge_runtime.bundles.bundle_blobs import missing_blobs, resolve_files
 from edge_runtime.bundles.bundle import Bundle, peek_blob_names, read_bundle
+from edge_runtime.bundles.bundle_blobs import missing_blobs, resolve_files
+from edge_runtime.bundles.high_water import HighWaterMarks
+from edge_runtime.bundles.versions import BundleVersion
 from edge_runtime.entries.compiler import LoadedCompiledEntry
+from edge_runtime.entries.registry import Execution
 from edge_runtime.errors import (
     ArcError,
     BlobStoreError,
@@ -33,14 +34,13 @@ from edge_runtime.errors import (
     BundleNameRefusedError,
     DowngradeError,
 )
-from edge_runtime.bundles.high_water import HighWaterMarks
+from edge_runtime.flags import option, subtree
 from edge_runtime.model.lm_engine import LMEngine
+from edge_runtime.options import ModelOptions, PipelineOptions, PoolOptions
+from edge_runtime.pipeline import Pipeline
 from edge_runtime.serving.metrics import Metrics
 from edge_runtime.serving.miss_log import MissLog
-from edge_runtime.entries.registry import Execution
 from edge_runtime.serving.upstream import AnthropicUpstream, UpstreamConfig, UpstreamReply
-from edge_runtime.bundles.versions import BundleVersion
-
 
 log = logging.getLogger("arc.edge")
 

@@ -16,12 +16,12 @@ import signal
 import socket
 import stat
 import threading
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
-
+from typing import Any
 
 import grpc  # noqa: E402
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # noqa: E402
@@ -29,8 +29,8 @@ from grpc_reflection.v1alpha import reflection  # noqa: E402
 
 from edge_runtime.bundles.blob_quota import BlobQuota  # noqa: E402
 from edge_runtime.errors import ServerBindError  # noqa: E402
-from edge_runtime.fleet.options import FollowOptions  # noqa: E402
 from edge_runtime.flags import option, subtree  # noqa: E402
+from edge_runtime.fleet.options import FollowOptions  # noqa: E402
 from edge_runtime.proto import edge_pb2 as pb  # noqa: E402
 from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions  # noqa: E402
 from edge_runtime.serving.service import BadRequest, EdgeCacheServicer, request_parser  # noqa: E402
@@ -69,7 +69,8 @@ class TlsFiles:
         if require_client_auth:
             if self.client_ca is None:
                 raise ServerBindError("a TCP admin listener needs --client-ca (mutual TLS): without it anyone could administer")
-            return grpc.ssl_server_credentials(pair, root_certificates=Path(self.client_ca).read_bytes(), require_client_auth=True)
+            return grpc.ssl_server_credentials(pair, root_certificates=Path(self.client_ca).read_bytes(),
+                                               require_client_auth=True)
         return grpc.ssl_server_credentials(pair)
 
 

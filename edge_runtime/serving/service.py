@@ -5,14 +5,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import tempfile
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
 
 from edge_runtime.answer.response import VERIFICATION, as_json, to_response
 from edge_runtime.answer.result import Answer
-from edge_runtime.pipeline import Pipeline
 from edge_runtime.bundles.blob_quota import BlobQuota
 from edge_runtime.errors import (
     ArcError,
@@ -23,6 +23,7 @@ from edge_runtime.errors import (
     BundleNameRefusedError,
     DowngradeError,
 )
+from edge_runtime.pipeline import Pipeline
 from edge_runtime.proto import edge_pb2 as pb
 from edge_runtime.serving.runtime import EdgeRuntime, RuntimeStateError
 

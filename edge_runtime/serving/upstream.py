@@ -11,9 +11,8 @@ import os
 import time
 from dataclasses import dataclass
 
-from edge_runtime.flags import option
-
 from edge_runtime.errors import ArcError
+from edge_runtime.flags import option
 
 SYSTEM = "Answer the user's question. Be brief: give the answer and at most two sentences of reasoning."
 
@@ -53,7 +52,8 @@ class AnthropicUpstream:
             raise UpstreamConfigError("the upstream fallback needs the anthropic SDK: pip install anthropic") from exc
         key = os.environ.get(config.api_key_env)
         if not key:
-            raise UpstreamConfigError(f"the upstream fallback needs an API key in ${config.api_key_env}; set it, or drop --upstream-model")
+            raise UpstreamConfigError(f"the upstream fallback needs an API key in ${config.api_key_env}; set it, or "
+                                      "drop --upstream-model")
         self.config = config
         self._errors = (anthropic.APIError,)
         self.client = anthropic.Anthropic(
