@@ -22,7 +22,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 

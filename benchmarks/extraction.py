@@ -27,7 +27,6 @@ import argparse
 import json
 import multiprocessing
 import math
-import os
 import random
 import resource
 import statistics
@@ -40,7 +39,6 @@ from typing import Any
 
 from tqdm import tqdm
 
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 

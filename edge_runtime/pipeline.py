@@ -109,8 +109,8 @@ class Pipeline:
             first.timings["total_ms"] = (time.perf_counter() - started) * 1000
             return first
         said = "; ".join(repr(r) for r in aside.removed)
-        second.narration.insert(0, NarrationStep("set aside", "The question says this does not count, so it was set "
-                                                              f"aside: {said}"))
+        note = f"The question says this does not count, so it was set aside: {said}"
+        second.narration.insert(0, NarrationStep("set aside", note))
         for stage in STAGES:
             second.timings[stage] = second.timings.get(stage, 0.0) + first.timings.get(stage, 0.0)
         second.timings["total_ms"] = (time.perf_counter() - started) * 1000
