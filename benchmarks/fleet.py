@@ -36,7 +36,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -51,6 +50,7 @@ from edge_runtime.fleet import media  # noqa: E402
 from edge_runtime.fleet.follower import Follower, FollowOptions  # noqa: E402
 from edge_runtime.fleet.misslog_upload import download_misslogs  # noqa: E402
 from edge_runtime.fleet.registry import RegistryClient  # noqa: E402
+from edge_runtime.options import PoolOptions  # noqa: E402
 from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions  # noqa: E402
 
 EXAMPLES = REPO / "bundles" / "examples"
@@ -125,8 +125,8 @@ def start_devices(args: argparse.Namespace, work: Path, ref: str, root_json: Pat
     for i in range(args.devices):
         data = work / "devices" / f"d{i:02d}"
         full = i < args.full
-        options = RuntimeOptions(data_dir=data, trusted_keys=[public], use_worker_pool=full, workers=1,
-                                 engine_cache=None if full else shared_engines)
+        options = RuntimeOptions(data_dir=data, trusted_keys=[public], use_worker_pool=full,
+                                 pool=PoolOptions(workers=1), engine_cache=None if full else shared_engines)
         follow = FollowOptions(ref, root_json, interval_s=args.interval, jitter=0.2, timeout_s=30,
                                upload_misses=full, share_questions=full, device_id=f"d{i:02d}")
         if full:
