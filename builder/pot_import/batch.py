@@ -12,9 +12,10 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from builder.confined_pool import MalformedReply, WorkerLost, confined_map, rebuild_dataclass
 from builder.gsm8k import ReferenceIndex, is_close, read_jsonl
@@ -22,11 +23,10 @@ from builder.independent import IndependentProgram, load_independent, load_worke
 from builder.pot_import.matching import sanitise
 from builder.pot_import.program import RunTimeout, deadline
 from builder.pot_import.transcripts import REASONS, Rejected, Transcript, join_transcripts
-from builder.pot_import.verify import ExactEmbedder, ImportOptions, ImportResult, Importer, describe_exc
+from builder.pot_import.verify import ExactEmbedder, Importer, ImportOptions, ImportResult, describe_exc
 from edge_runtime.entries.validator import validate_source
 from edge_runtime.errors import UnsafeCodeError
 from edge_runtime.execute.worker_pool import _dumps_for_parent
-
 
 _WORKER: Importer | None = None
 
@@ -36,13 +36,14 @@ def _worker_init(options: ImportOptions, memory_limit: int | None) -> None:
     the device's workers give up (edge_runtime/execute/confinement.py: no network, no new files, ``nobody``,
     an empty directory, an address-space cap), after importing everything the import will need."""
     global _WORKER
+    import codecs
     import tempfile
 
-    import edge_runtime.entries.compiler  # noqa: F401 - imported before the file limit
-    import edge_runtime.read.extractor  # noqa: F401
-    import edge_runtime.entries.registry  # noqa: F401
     import numpy.random  # noqa: F401 - the registry's embedder draws from it lazily
-    import codecs
+
+    import edge_runtime.entries.compiler  # noqa: F401 - imported before the file limit
+    import edge_runtime.entries.registry  # noqa: F401
+    import edge_runtime.read.extractor  # noqa: F401
 
     for codec in ("utf_8_sig", "unicode_escape", "raw_unicode_escape", "latin_1", "ascii", "idna", "cp1252",
                   "utf_16", "utf_32", "charmap"):
@@ -328,8 +329,8 @@ def _audit_run(job: tuple[str, str, str, Any]) -> bytes:
 
 def _audit_one(job: tuple[str, str, str, Any]) -> bool:
     from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
-    from edge_runtime.read.extractor import Extractor
     from edge_runtime.entries.registry import Registry
+    from edge_runtime.read.extractor import Extractor
 
     path, source, question, gold = job
     entry_id = Path(path).stem

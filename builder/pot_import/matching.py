@@ -12,11 +12,11 @@ import ast
 import math
 import operator
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from builder.gsm8k import Mention, context_words, words_after
 from builder.pot_import.program import Literal, close_to
-
 
 #: Numbers that are usually unit conversions, not quantities of the question (60 minutes, 7 days...).
 UNIT_CONSTANTS = frozenset({7, 10, 12, 24, 30, 31, 52, 60, 100, 365, 1000, 3600, 0.01})
@@ -93,7 +93,8 @@ def literal_form(value: Any, form: str) -> Any:
     return value
 
 
-_DECREASE = re.compile(r"\b(decrease[sd]?|off|discount(ed)?|less|reduc(e|ed|es|tion)|lower|drop(s|ped)?|los[te]s?|fall|fell|cheaper|sale)\b", re.IGNORECASE)
+_DECREASE = re.compile(r"\b(decrease[sd]?|off|discount(ed)?|less|reduc(e|ed|es|tion)|lower|drop(s|ped)?|los[te]s?|fall"
+                       r"|fell|cheaper|sale)\b", re.IGNORECASE)
 
 
 def value_matches(value: float, mention: Mention, question: str = "") -> str | None:

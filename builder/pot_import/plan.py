@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from builder.gsm8k import Mention
 from builder.pot_import.matching import literal_form

@@ -13,15 +13,26 @@ import itertools
 import keyword
 import math
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from builder.gsm8k import Mention, context_words, replaced_numbers, scan_numbers, words_after
 from builder.pot_import.matching import (
-    STOP_WORDS, UNIT_CONSTANTS, all_names, hyphenated_measure, lifted_form, literal_form, name_tokens,
-    sanitise, similarity, unit_name, unit_word, value_matches,
+    STOP_WORDS,
+    UNIT_CONSTANTS,
+    all_names,
+    hyphenated_measure,
+    lifted_form,
+    literal_form,
+    name_tokens,
+    sanitise,
+    similarity,
+    unit_name,
+    unit_word,
+    value_matches,
 )
 from builder.pot_import.plan import ParamPlan, Plan
-from builder.pot_import.program import Literal, PalProgram, RESERVED_NAMES, close_to, is_docstring, numeric_node
+from builder.pot_import.program import RESERVED_NAMES, Literal, PalProgram, close_to, is_docstring, numeric_node
 from edge_runtime.entries.metadata import format_value
 from edge_runtime.errors import ArcError
 from edge_runtime.read.values import parse_quantity
@@ -139,7 +150,7 @@ def _assign(candidates: Sequence[list[Any]], program: PalProgram,
     """Step 2's choice: (literal id -> (mention, form), the mention indices taken), greedily by score."""
     assigned: dict[int, tuple[Mention, str]] = {}  # literal id -> (mention, form)
     taken: set[int] = set()
-    for score, lit, mention, form, value in candidates:
+    for _score, lit, mention, form, _value in candidates:
         if lit.id in assigned or mention.index in taken:
             continue
         assigned[lit.id] = (mention, form)

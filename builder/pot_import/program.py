@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import ast
 import keyword
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from builder.pot_import.transcripts import Rejected
 from builder.time_limit import time_limit
 from edge_runtime.entries.sandbox import SAFE_BUILTINS
 from edge_runtime.entries.validator import FORBIDDEN_MODULE_NAMES, FORBIDDEN_NAMES, validate_source
 from edge_runtime.errors import UnsafeCodeError
-
 
 #: Iterations a generated ``while`` loop may run before the entry gives up (an ExecutionError, i.e. a MISS).
 MAX_LOOP_STEPS = 100_000

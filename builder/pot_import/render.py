@@ -10,12 +10,13 @@ from __future__ import annotations
 import ast
 import copy
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from builder.param_source import param_source
 from builder.pot_import.matching import MEASURES, all_names, conversion, sanitise, unit_word
 from builder.pot_import.plan import ParamPlan, Plan
-from builder.pot_import.program import Literal, MAX_LOOP_STEPS, PalProgram, is_docstring
+from builder.pot_import.program import MAX_LOOP_STEPS, Literal, PalProgram, is_docstring
 from builder.pot_import.transcripts import Transcript
 from edge_runtime.entries.metadata import format_value
 
@@ -328,7 +329,8 @@ def _module_docstring(t: Transcript, program: PalProgram, plan: Plan) -> str:
         "",
         f"Gold answer: {t.gold!r}.",
         "Parameters: " + (", ".join(f"{p.name} = {format_value(p.original)} ({p.mention.text!r}"
-                                    + (", read as its reciprocal" if p.reading else "") + (", not read by the reasoning" if p.free else "")
+                                    + (", read as its reciprocal" if p.reading else "")
+                                    + (", not read by the reasoning" if p.free else "")
                                     + ")" for p in plan.params)),
     ]
     if plan.constants:

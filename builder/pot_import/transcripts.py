@@ -7,12 +7,12 @@ Also the fixed vocabulary of rejection reasons: every later step may turn a tran
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from builder.gsm8k import ReferenceIndex
 from builder.independent import IndependentProgram
-
 
 REASONS: tuple[str, ...] = (
     "no_match_in_gsm8k",

@@ -12,8 +12,9 @@ import hashlib
 import math
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -354,7 +355,7 @@ class Importer:
         return blamed
 
     # -- one transcript --------------------------------------------------------------------
-    def import_one(self, t: Transcript) -> "ImportResult":
+    def import_one(self, t: Transcript) -> ImportResult:
         policy = GroupPolicy(alpha=self.options.alpha, nu=1, max_retries=self.options.max_retries, max_build_failures=1)
         group: PotGroup[Transcript, Candidate] = PotGroup(t.entry_id, policy, self.generate, self.validate)
         outcome = group.add(t)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
 
 from edge_runtime.read.guard import content_words, sentences
 from edge_runtime.read.mentions import scan

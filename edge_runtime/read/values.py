@@ -11,8 +11,8 @@ import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
-from edge_runtime.read.english_words import FRACTIONS, ONES, SCALES, TENS
 from edge_runtime.errors import ConversionError
+from edge_runtime.read.english_words import FRACTIONS, ONES, SCALES, TENS
 
 _ONES, _TENS, _SCALES = ONES, TENS, SCALES
 _BIG = {w: v for w, v in _SCALES.items() if w != "hundred"}
