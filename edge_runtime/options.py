@@ -8,6 +8,7 @@
         model: ModelOptions            (here)              the target model's engine
         pipeline: PipelineOptions      (here)              how a question goes through the stages
         upstream: UpstreamConfig|None  serving/upstream.py the optional source-model fallback
+      follow: FollowOptions|None       fleet/options.py    the registry a fleet device follows
 """
 
 from __future__ import annotations
