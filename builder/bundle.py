@@ -16,9 +16,10 @@ import importlib.metadata
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import msgpack
 
@@ -40,9 +41,9 @@ from edge_runtime.bundles.bundle import (
     signed_message,
 )
 from edge_runtime.entries.compiler import CompiledEntry
-from edge_runtime.errors import BundleError, BundleFormatError, UnsafeCodeError
 from edge_runtime.entries.metadata import entry_to_dict
 from edge_runtime.entries.validator import validate_source
+from edge_runtime.errors import BundleError, BundleFormatError, UnsafeCodeError
 from edge_runtime.read.packs import ReadingPackError, load_pack
 
 

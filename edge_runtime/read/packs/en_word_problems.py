@@ -3,8 +3,9 @@ number words, the guard tuned on GSM8K-style word problems, the set-aside phrase
 
 It owns no table of its own: it names the modules that hold today's rules (edge_runtime/read/values.py
 reads numbers and number words from the one English table, english_words.py; mentions.py scans them;
-guard.py judges; disclaimers.py sets statements aside; draft.py drafts the model's answer), so a bundle without a ``reading`` field is read exactly as
-before. Its settings are the guard's thresholds and switches (``GuardConfig``), defaults as tuned.
+guard.py judges; disclaimers.py sets statements aside; draft.py drafts the model's answer), so a bundle
+without a ``reading`` field is read exactly as before. Its settings are the guard's thresholds and switches
+(``GuardConfig``), defaults as tuned.
 """
 
 from __future__ import annotations
