@@ -91,7 +91,7 @@ class ReadingPack(ABC):
     # ---- the guard -----------------------------------------------------------------------------
     @abstractmethod
     def make_guard(self, embedder: Any = None) -> Guard:
-        """A new guard for one bundle (it caches per entry, so one per Answerer); ``embedder`` the bundle's."""
+        """A new guard for one bundle (it caches per template, so one per pipeline); ``embedder`` the bundle's."""
 
     # ---- set-aside phrases -----------------------------------------------------------------------
     def set_aside(self, question: str) -> SetAside | None:
