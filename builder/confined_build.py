@@ -66,7 +66,7 @@ def compile_confined(
     sources: dict[str, str], *, memory_limit_bytes: int = MEMORY_LIMIT_BYTES, time_limit_s: float = TIME_LIMIT_S
 ) -> ConfinedCompile:
     """Register, check and compile ``sources`` (file name -> text) in a confined child; raise on any failure."""
-    from edge_runtime.execute.worker_pool import _load_reply
+    from edge_runtime.execute.wire import _load_reply
 
     child = launch("compile", memory_limit_bytes)
     try:
@@ -113,7 +113,7 @@ def _accept(reply: tuple) -> ConfinedCompile:
 def serve_compile(conn: Connection, workdir: str, memory_limit_bytes: int) -> None:
     """The confined side (role ``compile`` of :mod:`builder.confined_launch`): load what it needs,
     give up everything else, then touch the sources."""
-    from edge_runtime.execute.worker_pool import _dumps_for_parent
+    from edge_runtime.execute.wire import _dumps_for_parent
 
     try:
         sources = conn.recv()

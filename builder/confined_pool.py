@@ -4,7 +4,7 @@ Why not ``multiprocessing.Pool``: its workers share one result pipe that the par
 unpickles with the full unpickler, so a worker subverted by the code it runs could make the parent
 construct any object (``os.system`` included) just by writing to that pipe, and could forge or read
 other workers' results. Here every worker has a pipe of its own; the parent reads each reply with a
-size bound and the worker pool's restricted unpickler (:func:`edge_runtime.execute.worker_pool._load_reply`:
+size bound and the worker pool's restricted unpickler (:func:`edge_runtime.execute.wire._load_reply`:
 plain value classes only, no callables), then hands it to the caller's ``accept``, which checks its
 shape. A reply that fails either check, or a worker that dies, costs only that worker: its item is
 reported as lost and a fresh worker takes its place (``multiprocessing.Pool`` would wait forever for
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Generic, TypeVar
 
-from edge_runtime.execute.worker_pool import _check_value, _load_reply
+from edge_runtime.execute.wire import _check_value, _load_reply
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -92,7 +92,7 @@ def confined_map(
     """``(item, accept(reply))`` for every item, in completion order (in order with one worker).
 
     ``run`` executes in a worker and returns bytes the restricted unpickler accepts (build them with
-    :func:`edge_runtime.execute.worker_pool._dumps_for_parent`); ``accept`` runs in the parent on the loaded
+    :func:`edge_runtime.execute.wire._dumps_for_parent`); ``accept`` runs in the parent on the loaded
     tuple and raises :class:`MalformedReply` for a shape the worker code would never send."""
     pending = deque(items)
     if not pending:

@@ -35,15 +35,8 @@ from edge_runtime.entries.metadata import EntryPoint, entry_from_dict
 from edge_runtime.entries.registry import Execution
 from edge_runtime.entries.source_analysis import FunctionFacts, analyse_function, decorated_functions
 from edge_runtime.errors import ArcError
-from edge_runtime.execute.worker_pool import (
-    MAX_REPLY_BYTES,
-    _check_lm_bounds,
-    _check_lm_request,
-    _check_value,
-    _describe_error,
-    _load_reply,
-    _rebuild_error,
-)
+from edge_runtime.execute.remote_errors import _describe_error, _rebuild_error
+from edge_runtime.execute.wire import MAX_REPLY_BYTES, _check_lm_bounds, _check_lm_request, _check_value, _load_reply
 
 #: Starting the child: a fresh interpreter that loads onnxruntime and the embedder.
 START_SECONDS = 120.0

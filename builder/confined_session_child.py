@@ -29,7 +29,9 @@ from edge_runtime.entries.context import Context
 from edge_runtime.entries.metadata import entry_to_dict
 from edge_runtime.entries.registry import Execution, Registry, wrap_failures
 from edge_runtime.errors import ArcError, DefinitionError
-from edge_runtime.execute.worker_pool import _describe_error, _dumps_for_parent, _ParentChannel, _ParentTargetLM
+from edge_runtime.execute.remote_errors import _describe_error
+from edge_runtime.execute.wire import _dumps_for_parent
+from edge_runtime.execute.worker_process import _ParentChannel, _ParentTargetLM
 from edge_runtime.semantic import call_function
 
 _JOB = 0  # the channel's job id: one request runs at a time

@@ -14,6 +14,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 EDGE = REPO / "edge_runtime"
 MAX_TOP_MODULES = 12
+#: Issue 20: no module of the runtime (the generated gRPC stubs aside) grows past this many lines.
+MAX_MODULE_LINES = 600
 STAGES = ("route", "read", "execute", "answer", "entries", "bundles", "model", "serving")
 #: The stages a question passes through before its answer: they must not depend on the server.
 UNSERVED = ("route", "read", "execute")
@@ -80,6 +82,14 @@ def test_at_most_twelve_modules_directly_in_edge_runtime():
     top = sorted(p.name for p in EDGE.glob("*.py"))
     assert "semantic.py" in top  # signed bundles import edge_runtime.semantic: it stays where it is
     assert len(top) <= MAX_TOP_MODULES, top
+
+
+def test_no_runtime_module_is_over_six_hundred_lines():
+    modules = [p for p in EDGE.rglob("*.py") if "proto" not in p.relative_to(EDGE).parts]
+    assert len(modules) > 50  # the walk sees the packages, not an empty folder
+    too_long = {str(p.relative_to(REPO)): n for p in modules
+                if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert too_long == {}
 
 
 def test_at_least_five_stage_packages():

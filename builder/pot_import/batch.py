@@ -26,7 +26,7 @@ from builder.pot_import.transcripts import REASONS, Rejected, Transcript, join_t
 from builder.pot_import.verify import ExactEmbedder, Importer, ImportOptions, ImportResult, describe_exc
 from edge_runtime.entries.validator import validate_source
 from edge_runtime.errors import UnsafeCodeError
-from edge_runtime.execute.worker_pool import _dumps_for_parent
+from edge_runtime.execute.wire import _dumps_for_parent
 
 _WORKER: Importer | None = None
 

@@ -1,6 +1,6 @@
 """What a process gives up before it runs untrusted entry code: the walls the interpreter cannot build.
 
-Shared by the device's worker pool (edge_runtime/execute/worker_pool.py) and the build server's confined
+Shared by the device's worker processes (edge_runtime/execute/worker_process.py) and the build server's confined
 compile (builder/confined_build.py), so both run entry code behind the same walls: a cleared
 environment, an empty working directory, no new files (RLIMIT_NOFILE 0), no new processes, an
 address-space cap, no core dumps, ``nobody`` instead of root, no new privileges, death with the

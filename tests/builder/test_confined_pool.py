@@ -92,7 +92,7 @@ def test_a_worker_that_dies_costs_only_its_transcript(monkeypatch):
 
 
 def _echo(item: int) -> bytes:
-    from edge_runtime.execute.worker_pool import _dumps_for_parent
+    from edge_runtime.execute.wire import _dumps_for_parent
 
     return _dumps_for_parent(("ok", item * 2, os.getpid()))
 

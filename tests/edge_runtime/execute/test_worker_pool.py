@@ -30,7 +30,8 @@ from edge_runtime.errors import (
 )
 from edge_runtime.entries.registry import Execution, Registry
 from edge_runtime.model.target_lm import TargetLM
-from edge_runtime.execute.worker_pool import MAX_REPLY_BYTES, WorkerPool, _load_reply, _ProtocolError
+from edge_runtime.execute.wire import MAX_REPLY_BYTES, _load_reply, _ProtocolError
+from edge_runtime.execute.worker_pool import WorkerPool
 from fakes import ScriptedTargetLM
 
 HEADER = "import re\n\nfrom edge_runtime.semantic import Param, entry_point, invoke_tool, load, narrate, semantic_function\n"
@@ -380,6 +381,23 @@ def _process_gone(pid: int) -> bool:
     except FileNotFoundError:
         return True
     return state == "X"  # never a zombie ("Z"): someone must have reaped it
+
+
+def test_the_module_paths_given_as_strings_name_real_modules() -> None:
+    """The forkserver preloads modules by name and silently skips one that fails to import (a stale name
+    would only make every worker start slower); a stand-in exception names the module that made it."""
+    import importlib
+
+    from edge_runtime.execute.remote_errors import _rebuild_error
+    from edge_runtime.execute.worker_pool import _PRELOAD
+    from edge_runtime.execute.worker_process import _worker_main
+
+    assert _worker_main.__module__ in _PRELOAD
+    for name in _PRELOAD:
+        importlib.import_module(name)
+    stand_in = _rebuild_error("other", "HostileError", "boom", None, {})
+    assert type(stand_in).__name__ == "HostileError" and str(stand_in) == "boom"
+    assert type(stand_in).__module__ == f"{_rebuild_error.__module__}.remote"
 
 
 def test_close_ends_every_worker_and_later_calls_fail(hostile) -> None:
