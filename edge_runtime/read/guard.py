@@ -250,24 +250,34 @@ class ReasoningGuard:
 
     def _verdict(self, entry: EntryPoint, question: str, values: dict[str, Any], *, model_path: bool) -> Verdict:
         """``model_path``: the values were read from a reworded question (not aligned to the template word by
-        word), so the final question and each value's neighbourhood are checked too."""
-        cfg = self.config
+        word), so the final question and each value's neighbourhood are checked too. The checks run in order and
+        the first refusal is the verdict; ``checks`` records what each found (for the reports)."""
         facts = self._template(entry)
-        literal, template_words, template_target = facts.literal, facts.words, facts.target
         mentions = self._scan(question)
-        contexts = [_context(question, m.start, m.end) for m in mentions]
-        used: set[int] = set()
+        read = _Read(question, facts, mentions, [_context(question, m.start, m.end) for m in mentions])
         checks: dict[str, Any] = {}
+        refusal = (self._values_refusal(entry, read, values, checks, model_path=model_path)
+                   or self._constants_refusal(read, checks)
+                   or self._added_refusal(read, checks))
+        if refusal is not None:
+            return Verdict(refusal, checks)
+        # 4. the final question asks for the same thing (read by English question words: phrase rules).
+        if not self.phrase_rules:
+            return Verdict(None, checks)
+        return Verdict(self._target_refusal(read, checks, model_path=model_path), checks)
 
-        # 1. every numeric parameter value is a number the question states: among the mentions with that
-        # value (as read first, then alternative readings), the one whose neighbouring words match the slot's.
+    def _bind(self, entry: EntryPoint, read: _Read, values: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
+        """1. every numeric parameter value is a number the question states: among the mentions with that
+        value (as read first, then alternative readings), the one whose neighbouring words match the slot's.
+        Returns the mention each parameter is bound to and the parameters left unbound."""
+        question, facts, mentions, contexts, used = read.question, read.facts, read.mentions, read.contexts, read.used
         numeric = [(p.name, float(values[p.name]), p.reading) for p in entry.params
                    if p.choices is None and p.type is not str and p.type is not bool and p.name in values]
         unbound = []
         bound: dict[str, int] = {}
         # a fraction the template writes in slots ("{a}/{b}", "{n} thirds") is stated by one fraction of the
         # question ("2/5", "two thirds") holding all its slots' values, first
-        stated_words = _bind_fractions(facts, mentions, {name: value for name, value, _ in numeric}, used, bound)
+        read.stated_words = _bind_fractions(facts, mentions, {name: value for name, value, _ in numeric}, used, bound)
         for name, value, reading in numeric:
             if name in bound:
                 continue
@@ -297,26 +307,33 @@ class ReasoningGuard:
                               lambda m: same_value(m.values[0], value))
                 if again is not None:
                     used.add(again)
+        return bound, unbound
+
+    def _values_refusal(self, entry: EntryPoint, read: _Read, values: dict[str, Any], checks: dict[str, Any], *,
+                        model_path: bool) -> str | None:
+        """1. the values are numbers the question states, each where its slot is, as a fraction or a percent
+        where the template has one."""
+        cfg = self.config
+        question, facts, mentions, contexts = read.question, read.facts, read.mentions, read.contexts
+        bound, unbound = self._bind(entry, read, values)
         checks["unbound_params"] = unbound
         if cfg.check_values and unbound:
-            return Verdict(f"the value read for {unbound[0]!r} ({values[unbound[0]]:g}) is not a number the question states",
-                           checks)
+            return f"the value read for {unbound[0]!r} ({values[unbound[0]]:g}) is not a number the question states"
         # a fraction the template writes in slots is one fraction of the question, not two numbers from apart
         # ("worth $1 each ... 2/5 times more" does not state {a}/{b} = 1/(2/5))
         for a, b in facts.fraction_pairs if cfg.check_values else ():
             if a in bound and b in bound and bound[a] != bound[b] and not _FRACTION_WORDS.fullmatch(
                     question[mentions[bound[a]].end:mentions[bound[b]].start]):  # "2 out of 5" is one fraction
-                return Verdict(f"the entry's fraction {{{a}}}/{{{b}}} is read from two numbers the question states apart",
-                               checks)
+                return f"the entry's fraction {{{a}}}/{{{b}}} is read from two numbers the question states apart"
         # 1a. a percent stays a percent: "{p}% more" is not stated by "0.5 times more", nor "{n} times" by "5%"
         for name, index in bound.items() if cfg.check_values else ():
             mention, value = mentions[index], float(values[name])
             if name in facts.percent_slots and not mention.percent:
-                return Verdict(f"the entry reads {name!r} as a percent, but the question states {mention.text!r} as no "
-                               "percent", checks)
+                return (f"the entry reads {name!r} as a percent, but the question states {mention.text!r} as no "
+                        "percent")
             if mention.percent and name not in facts.percent_slots and same_value(value, mention.values[0]):
-                return Verdict(f"the question states {mention.text!r} as a percent, but the entry reads {name!r} as a "
-                               "plain number", checks)
+                return (f"the question states {mention.text!r} as a percent, but the entry reads {name!r} as a "
+                        "plain number")
         # 1a'. (a reworded question) a slot's number left unstated in its place: "combine a certain mL of one
         # medicine" where the template combines "{m} mL": the value was removed, whatever number was read for it
         if model_path and cfg.check_values and self.phrase_rules:
@@ -324,7 +341,7 @@ class ReasoningGuard:
                 before = _WORD.findall(question[:match.start()].lower())
                 name = facts.after_slot.get((before[-1] if before else "", match["word"].lower()))
                 if name is not None and match.group(0).lower() not in entry.template.lower():
-                    return Verdict(f"the question leaves {name!r} unstated ({match.group(0)!r})", checks)
+                    return f"the question leaves {name!r} unstated ({match.group(0)!r})"
         # 1b. (a reworded question) each value's neighbouring words share something with its slot's or its
         # description: "Jane spends less minutes ... 5 more oranges" does not give Jane's 5 minutes.
         if model_path and cfg.check_context and self.phrase_rules:
@@ -333,10 +350,16 @@ class ReasoningGuard:
                 slot = facts.slots.get(name, (set(), set()))
                 near = contexts[index][0] | contexts[index][1]
                 if near and not near & (slot[0] | slot[1] | described.get(name, set())):
-                    return Verdict(f"the number read for {name!r} ({mentions[index].text!r}) is not about what the "
-                                   "entry's slot counts", checks)
+                    return (f"the number read for {name!r} ({mentions[index].text!r}) is not about what the "
+                            "entry's slot counts")
 
-        # 2. the template's own numbers (the reasoning's constants) are stated with the same value.
+        return None
+
+    def _constants_refusal(self, read: _Read, checks: dict[str, Any]) -> str | None:
+        """2. the template's own numbers (the reasoning's constants) are stated with the same value."""
+        cfg = self.config
+        question, facts, mentions, contexts, used = read.question, read.facts, read.mentions, read.contexts, read.used
+        literal, stated_words = facts.literal, read.stated_words
         missing = []
         for constant, context in facts.constants:
             if constant.text.lower() in stated_words:  # "thirds" of "{n} thirds", stated by "two thirds"
@@ -358,11 +381,17 @@ class ReasoningGuard:
         missing += [w.capitalize() for w in facts.months if MONTH_DAYS[w] not in asked_days]
         checks["missing_constants"] = missing
         if cfg.check_constants and missing:
-            return Verdict(f"the entry's reasoning uses {missing[0]!r}, which the question does not state", checks)
+            return f"the entry's reasoning uses {missing[0]!r}, which the question does not state"
 
-        # 3. any other number is an added operation: a MISS, whatever it counts and whatever words come with it,
-        # unless it restates a number already accounted for. A number the question itself calls irrelevant in an
-        # explicit phrase is set aside before a second reading (edge_runtime/read/disclaimers.py), never here.
+        return None
+
+    def _added_refusal(self, read: _Read, checks: dict[str, Any]) -> str | None:
+        """3. any other number is an added operation: a MISS, whatever it counts and whatever words come with it,
+        unless it restates a number already accounted for. A number the question itself calls irrelevant in an
+        explicit phrase is set aside before a second reading (edge_runtime/read/disclaimers.py), never here."""
+        cfg = self.config
+        question, facts, mentions, used = read.question, read.facts, read.mentions, read.used
+        question_words = set(_WORD.findall(question.lower()))
         added = []
         spans = sentences(question)
         for i, mention in enumerate(mentions):
@@ -375,15 +404,18 @@ class ReasoningGuard:
         if cfg.check_added:
             extra = (question_words & _ANOTHER) - facts.plain_words if self.phrase_rules else set()
             if extra:  # "She bought another set of pots": an operation added without a number
-                return Verdict(f"the question says {sorted(extra)[0]!r}, which adds to the entry's reasoning", checks)
+                return f"the question says {sorted(extra)[0]!r}, which adds to the entry's reasoning"
             for item in added:
                 if item["restates"] is None:
-                    return Verdict(f"the question states {item['text']!r}, a quantity the entry's reasoning does not use "
-                                   "(an added operation, unless the question says it does not count)", checks)
+                    return (f"the question states {item['text']!r}, a quantity the entry's reasoning does not use "
+                            "(an added operation, unless the question says it does not count)")
 
-        # 4. the final question asks for the same thing (read by English question words: phrase rules).
-        if not self.phrase_rules:
-            return Verdict(None, checks)
+        return None
+
+    def _target_refusal(self, read: _Read, checks: dict[str, Any], *, model_path: bool) -> str | None:
+        """4. the final question asks for the same thing (read by English question words: phrase rules)."""
+        cfg = self.config
+        question, template_target, template_words = read.question, read.facts.target, read.facts.words
         asked = target_clause(question)
         t_noun, q_noun = asked_noun(template_target), asked_noun(asked)
         t_words = content_words(_remove_numbers(template_target.replace("#", " ")))
@@ -395,11 +427,10 @@ class ReasoningGuard:
             # A reversed question asks for another quantity the entry talks about ("how many *years*" in an
             # entry that asks for inches over years); a renamed one (grams -> ounces) is not refused here.
             if t_noun and q_noun and not t_noun & q_noun and q_noun <= template_words:
-                return Verdict(f"the question asks for {' '.join(sorted(q_noun))!r}; the entry answers for "
-                               f"{' '.join(sorted(t_noun))!r}", checks)
+                return (f"the question asks for {' '.join(sorted(q_noun))!r}; the entry answers for "
+                        f"{' '.join(sorted(t_noun))!r}")
             if share < cfg.target_overlap and not self._similar_targets(template_target, asked):
-                return Verdict(f"the question's final question ({asked!r}) differs from the entry's ({template_target!r})",
-                               checks)
+                return f"the question's final question ({asked!r}) differs from the entry's ({template_target!r})"
             # Only what the final question asks, not the givens it may state ("What will $2000 grow to in
             # 5 years at 4%, compounded quarterly?"): its words up to its first number.
             stated = self._scan(asked)
@@ -407,9 +438,9 @@ class ReasoningGuard:
             given = sorted((asking - t_words) & template_words)
             checks["target"]["given_words"] = given
             if model_path and cfg.model_path_reversal_words is not None and len(given) >= cfg.model_path_reversal_words:
-                return Verdict(f"the question asks about {', '.join(repr(w) for w in given)}, which the entry's "
-                               "reasoning takes as given, not what it answers", checks)
-        return Verdict(None, checks)
+                return (f"the question asks about {', '.join(repr(w) for w in given)}, which the entry's "
+                        "reasoning takes as given, not what it answers")
+        return None
 
     def _similar_targets(self, template_target: str, asked: str) -> bool:
         threshold = self.config.target_similarity
@@ -441,6 +472,20 @@ class _TemplateFacts:
     #: the words right before and after a slot -> the slot: ("combines", "ml") -> "first" of "combines {first} mL"
     after_slot: dict[tuple[str, str], str] = field(default_factory=dict)
 
+
+
+@dataclass
+class _Read:
+    """One question as the guard reads it against one template: the numbers it states, their neighbouring
+    words, and which of them the checks have accounted for so far (each check takes its mentions from
+    those left, so a number explains one thing only)."""
+
+    question: str
+    facts: _TemplateFacts
+    mentions: list[Mention]
+    contexts: list[Context]
+    used: set[int] = field(default_factory=set)
+    stated_words: list[str] = field(default_factory=list)  # fraction words a bound fraction states ("thirds")
 
 def _context(text: str, start: int, end: int, width: int = 3) -> Context:
     """Content words just before and just after a span, within its sentence."""
