@@ -46,7 +46,8 @@ from edge_runtime.bundles.bundle import read_bundle  # noqa: E402
 from edge_runtime.read.draft import draft_values  # noqa: E402
 from edge_runtime.errors import ExtractionError  # noqa: E402
 from edge_runtime.read.extractor import Extraction, Extractor  # noqa: E402
-from edge_runtime.read.guard import make_guard, scan, sentences  # noqa: E402
+from edge_runtime.read.guard import make_guard, scan  # noqa: E402
+from edge_runtime.read.question_words import sentences  # noqa: E402
 from edge_runtime.entries.metadata import EntryPoint  # noqa: E402
 from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions  # noqa: E402
 

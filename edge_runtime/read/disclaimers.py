@@ -28,8 +28,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from edge_runtime.read.guard import content_words, sentences
 from edge_runtime.read.mentions import scan
+from edge_runtime.read.question_words import content_words, sentences
 
 #: Phrases by which a question declares a statement irrelevant to what it asks. Not "expired", "not
 #: participating", "unaffected" or "not counted": those often describe a quantity to take away ("3 of which

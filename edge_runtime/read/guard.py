@@ -40,12 +40,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edge_runtime.entries.metadata import EntryPoint
-from edge_runtime.read.english_words import plural_stem
 from edge_runtime.read.mentions import NUMBER as _NUMBER
 from edge_runtime.read.mentions import PERCENT_AFTER as _PERCENT_AFTER
 from edge_runtime.read.mentions import STRUCTURAL, Mention, same_value, scan
 from edge_runtime.read.mentions import read_values as _read
 from edge_runtime.read.mentions import shares_value as _shares_value
+from edge_runtime.read.question_words import STOP_WORDS, WORD, asked_noun, content_words, sentences, stem, target_clause
 from edge_runtime.read.values import MONTH_DAYS, TIME_UNITS, reads_as_share
 
 # ---- numbers in text (edge_runtime/read/mentions.py) ------------------------------------------
@@ -58,79 +58,6 @@ _FRACTION_WORDS = re.compile(r"\s*(?:/|out\s+of|of\s+every|in\s+every|in)\s*", r
 _PARTS = r"(?:halves|thirds|quarters|fourths|fifths|sixths|sevenths|eighths|ninths|tenths)\b"
 _WORDED_FRACTION = re.compile(rf"(.+?)[\s-]+{_PARTS}", re.IGNORECASE)  # "two thirds"
 _SHARE_BETWEEN = re.compile(r"\s+(?:times\s+)?of\s+(?:(?:a|an)\s+)?", re.IGNORECASE)
-
-
-# ---- words --------------------------------------------------------------------------------------
-
-_STOP = frozenset("""
-a an the of for to and or but than that this these those then there their they them he she his her him it its
-is are was were be been being am do does did has have had will would can could should shall may might must
-in on at by with from into onto over under about after before during per each every all any some many much more
-most less few own other another same such so as if when while what which who whom whose how why where
-you your we our us i me my not no nor only also just too very again further once here out up down off
-total number amount altogether together left remaining many much
-""".split())
-_WORD = re.compile(r"[a-z]+")
-
-
-stem = plural_stem
-
-
-def content_words(text: str) -> set[str]:
-    return {stem(w) for w in _WORD.findall(text.lower().replace("’", "'").replace("'s", "")) if w not in _STOP and len(w) > 1}
-
-
-#: A sentence ends at . ? ! followed by a capital, a digit or a quote ("vs. calories" and "lbs. by" go on).
-_SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z0-9\"'“‘$])|\n+")
-
-
-def sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence (a split after . ? ! that is not inside a number)."""
-    spans, start = [], 0
-    for match in _SENTENCE.finditer(text):
-        spans.append((start, match.start()))
-        start = match.end()
-    spans.append((start, len(text)))
-    return [(s, e) for s, e in spans if text[s:e].strip()]
-
-
-_WH = re.compile(
-    r"\b(?:how|what|which|who|whom|whose|when|where|calculate|compute|find|determine|figure out|work out)\b", re.IGNORECASE)
-_AUX = frozenset("""more less longer fewer much many of the a an total in additional extra""".split())
-
-
-def target_clause(text: str) -> str:
-    """The final question: the last sentence with a '?' (else the last sentence), from its question word on."""
-    spans = sentences(text)
-    if not spans:
-        return ""
-    asked = [(s, e) for s, e in spans if "?" in text[s:e]]
-    s, e = (asked or spans)[-1]
-    clause = text[s:e]
-    wh = list(_WH.finditer(clause))
-    if wh:
-        clause = clause[wh[0].start():]
-    return clause.strip()
-
-
-def asked_noun(clause: str) -> set[str]:
-    """The words naming the quantity a question asks for: "how many *corn chips*", "the number of *pens*"
-    (empty when the question names none: "how long", "how much does it cost")."""
-    low = clause.lower()
-    match = re.search(r"\bhow\s+(?:many|much)\s+((?:[a-z]+\s+){0,3})", low + " ") or re.search(
-        r"\b(?:number|amount|count)\s+of\s+((?:[a-z]+\s+){0,3})", low + " ")
-    if not match:
-        return set()
-    words: set[str] = set()
-    for word in match.group(1).split():
-        if word in _VERBS:
-            break
-        if word not in _AUX and word not in _STOP:
-            words.add(stem(word))
-    return words
-
-
-_VERBS = frozenset("""do does did is are was were will would can could should has have had must might may""".split())
 
 
 # ---- the guard ----------------------------------------------------------------------------------
@@ -229,7 +156,7 @@ class ReasoningGuard:
                 # "What is the pressure, in kPa, of # mol ... held in a # container?": what it asks for is
                 # before its givens; a rewording may state them in a sentence of their own
                 target = head
-            plain = _WORD.findall(literal.lower())
+            plain = WORD.findall(literal.lower())
             months = tuple(w for w in dict.fromkeys(plain) if w in MONTH_DAYS) if self.phrase_rules else ()
             fraction_pairs = re.findall(r"\{(\w+)\}\s*/\s*\{(\w+)\}", entry.template)
             worded = {name: word.lower() for name, word in re.findall(rf"\{{(\w+)\}}[\s-]+({_PARTS})", entry.template)}
@@ -239,7 +166,7 @@ class ReasoningGuard:
             after_slot = {}
             for m in _SLOT.finditer(entry.template):
                 word = re.match(r"[\s-]*([A-Za-z]+)", entry.template[m.end():])
-                before = _WORD.findall(entry.template[:m.start()].lower())
+                before = WORD.findall(entry.template[:m.start()].lower())
                 if word and before:
                     after_slot[(before[-1], word[1].lower())] = m.group(1)
             cached = _TemplateFacts(literal, constants, slots, words, frozenset(plain), months, target,
@@ -338,7 +265,7 @@ class ReasoningGuard:
         # medicine" where the template combines "{m} mL": the value was removed, whatever number was read for it
         if model_path and cfg.check_values and self.phrase_rules:
             for match in _UNSTATED.finditer(question):
-                before = _WORD.findall(question[:match.start()].lower())
+                before = WORD.findall(question[:match.start()].lower())
                 name = facts.after_slot.get((before[-1] if before else "", match["word"].lower()))
                 if name is not None and match.group(0).lower() not in entry.template.lower():
                     return f"the question leaves {name!r} unstated ({match.group(0)!r})"
@@ -376,7 +303,7 @@ class ReasoningGuard:
         missing += [m.group(0) for m in (_ARTICLE_UNIT.finditer(literal) if self.phrase_rules else ())
                     if not re.search(rf"\b{m['unit']}s?\b", question, re.IGNORECASE)]
         # a month the template names states its days ("in June": 30): the question must name a month as long
-        question_words = set(_WORD.findall(question.lower()))
+        question_words = set(WORD.findall(question.lower()))
         asked_days = {MONTH_DAYS[w] for w in question_words if w in MONTH_DAYS}
         missing += [w.capitalize() for w in facts.months if MONTH_DAYS[w] not in asked_days]
         checks["missing_constants"] = missing
@@ -391,7 +318,7 @@ class ReasoningGuard:
         explicit phrase is set aside before a second reading (edge_runtime/read/disclaimers.py), never here."""
         cfg = self.config
         question, facts, mentions, used = read.question, read.facts, read.mentions, read.used
-        question_words = set(_WORD.findall(question.lower()))
+        question_words = set(WORD.findall(question.lower()))
         added = []
         spans = sentences(question)
         for i, mention in enumerate(mentions):
@@ -491,8 +418,8 @@ def _context(text: str, start: int, end: int, width: int = 3) -> Context:
     """Content words just before and just after a span, within its sentence."""
     left = re.split(r"[.?!](?:\s|$)", text[:start])[-1]
     right = re.split(r"[.?!](?:\s|$)", text[end:])[0]
-    before = [stem(w) for w in _WORD.findall(_remove_numbers(left).lower()) if w not in _STOP][-width:]
-    after = [stem(w) for w in _WORD.findall(_remove_numbers(right).lower()) if w not in _STOP][:width]
+    before = [stem(w) for w in WORD.findall(_remove_numbers(left).lower()) if w not in STOP_WORDS][-width:]
+    after = [stem(w) for w in WORD.findall(_remove_numbers(right).lower()) if w not in STOP_WORDS][:width]
     return set(before), set(after)
 
 
@@ -564,7 +491,7 @@ def _remove_numbers(text: str) -> str:
 def _unit_words(text: str, mention: Mention, count: int) -> set[str]:
     """Up to ``count`` content words right after a number, within its clause: what it counts."""
     clause = re.split(r"[.?!;,:]", text[mention.end:], maxsplit=1)[0]
-    words = [w for w in _WORD.findall(clause.lower().replace("-", " ")) if w not in _STOP]
+    words = [w for w in WORD.findall(clause.lower().replace("-", " ")) if w not in STOP_WORDS]
     return {stem(w) for w in words[:count]}
 
 
@@ -587,7 +514,7 @@ def _restated(question: str, mentions: Sequence[Mention], used: set[int], index:
     picks 256 melons". A number whose reading cannot be shown a repeat is an added operation."""
     start, end = span
     sentence = question[start:end]
-    if set(_WORD.findall(sentence.lower())) & _NOT_A_REPEAT:
+    if set(WORD.findall(sentence.lower())) & _NOT_A_REPEAT:
         return None
     own = content_words(_remove_numbers(sentence)) - _RESTATING
     head = _unit_words(question, mentions[index], 1)
@@ -621,4 +548,4 @@ def explain(entry: EntryPoint, question: str, values: dict[str, Any], config: Gu
 
 
 __all__ = ["GuardConfig", "Mention", "ReasoningGuard", "Verdict", "check", "explain", "make_guard", "scan",
-           "target_clause", "asked_noun", "content_words", "same_value", "STRUCTURAL"]
+           "same_value", "STRUCTURAL"]

@@ -11,7 +11,8 @@ import pytest
 from edge_runtime.pipeline import Pipeline
 from edge_runtime.entries.context import NarrationStep
 from edge_runtime.read.extractor import Extraction, Extractor
-from edge_runtime.read.guard import GuardConfig, ReasoningGuard, asked_noun, check, make_guard, scan, target_clause
+from edge_runtime.read.guard import GuardConfig, ReasoningGuard, check, make_guard, scan
+from edge_runtime.read.question_words import asked_noun, target_clause
 from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.entries.registry import Execution
 from fakes import FixedRouter

@@ -1,0 +1,83 @@
+"""What a question asks, read by English words: its sentences, its final question, the noun that question
+asks for, and the content words two clauses are compared by.
+
+The guard's last check (does the question ask for what the entry answers?) and the set-aside phrases
+(``disclaimers.py``) read questions this way; the words are English, so these belong to the
+``en-word-problems/1`` reading pack's rules (docs/reading-packs.md), not to the guard's structural checks.
+"""
+
+from __future__ import annotations
+
+import re
+
+from edge_runtime.read.english_words import plural_stem
+
+STOP_WORDS = frozenset("""
+a an the of for to and or but than that this these those then there their they them he she his her him it its
+is are was were be been being am do does did has have had will would can could should shall may might must
+in on at by with from into onto over under about after before during per each every all any some many much more
+most less few own other another same such so as if when while what which who whom whose how why where
+you your we our us i me my not no nor only also just too very again further once here out up down off
+total number amount altogether together left remaining many much
+""".split())
+WORD = re.compile(r"[a-z]+")
+
+
+stem = plural_stem
+
+
+def content_words(text: str) -> set[str]:
+    return {stem(w) for w in WORD.findall(text.lower().replace("’", "'").replace("'s", "")) if w not in STOP_WORDS and len(w) > 1}
+
+
+#: A sentence ends at . ? ! followed by a capital, a digit or a quote ("vs. calories" and "lbs. by" go on).
+_SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z0-9\"'“‘$])|\n+")
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence (a split after . ? ! that is not inside a number)."""
+    spans, start = [], 0
+    for match in _SENTENCE.finditer(text):
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(text)))
+    return [(s, e) for s, e in spans if text[s:e].strip()]
+
+
+_WH = re.compile(
+    r"\b(?:how|what|which|who|whom|whose|when|where|calculate|compute|find|determine|figure out|work out)\b", re.IGNORECASE)
+_AUX = frozenset("""more less longer fewer much many of the a an total in additional extra""".split())
+
+
+def target_clause(text: str) -> str:
+    """The final question: the last sentence with a '?' (else the last sentence), from its question word on."""
+    spans = sentences(text)
+    if not spans:
+        return ""
+    asked = [(s, e) for s, e in spans if "?" in text[s:e]]
+    s, e = (asked or spans)[-1]
+    clause = text[s:e]
+    wh = list(_WH.finditer(clause))
+    if wh:
+        clause = clause[wh[0].start():]
+    return clause.strip()
+
+
+def asked_noun(clause: str) -> set[str]:
+    """The words naming the quantity a question asks for: "how many *corn chips*", "the number of *pens*"
+    (empty when the question names none: "how long", "how much does it cost")."""
+    low = clause.lower()
+    match = re.search(r"\bhow\s+(?:many|much)\s+((?:[a-z]+\s+){0,3})", low + " ") or re.search(
+        r"\b(?:number|amount|count)\s+of\s+((?:[a-z]+\s+){0,3})", low + " ")
+    if not match:
+        return set()
+    words: set[str] = set()
+    for word in match.group(1).split():
+        if word in _VERBS:
+            break
+        if word not in _AUX and word not in STOP_WORDS:
+            words.add(stem(word))
+    return words
+
+
+_VERBS = frozenset("""do does did is are was were will would can could should has have had must might may""".split())
