@@ -44,10 +44,11 @@ sys.path.insert(0, str(REPO))
 
 from edge_runtime.route.embedder import OnnxSentenceEmbedder  # noqa: E402
 from edge_runtime.errors import ExtractionError  # noqa: E402
-from edge_runtime.read.extractor import Extractor, prompt_parts  # noqa: E402
+from edge_runtime.read.extractor import Extractor  # noqa: E402
 from edge_runtime.model.lm_engine import LMEngine  # noqa: E402
 from edge_runtime.entries.metadata import EntryPoint, Param  # noqa: E402
 from edge_runtime.entries.registry import Registry  # noqa: E402
+from edge_runtime.read.prompt_variants import prompt_for  # noqa: E402
 
 #: Other wordings of the example entries' questions (same slots), written for this benchmark.
 PARAPHRASES: dict[str, list[str]] = {
@@ -157,10 +158,12 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def measure_recipe(artefact: Path, sets: dict, threads: int, naive: int) -> dict[str, Any]:
-    """Load one artefact and measure both model policies and the naive baseline on the same questions."""
+def measure_recipe(artefact: Path, sets: dict, threads: int, naive: int, extra_sets: dict | None = None) -> dict[str, Any]:
+    """Load one artefact and measure both model policies and the naive baseline on the same questions;
+    ``extra_sets`` (name -> items) are answered as a device serves them (agree-or-miss) on the same engine."""
     start = time.perf_counter()
     engine = LMEngine(artefact, threads=threads)
+    prompt_parts = prompt_for(engine.manifest)  # the prompt this artefact's model reads (a tuned reader's is short)
     figures: dict[str, Any] = {"model_load_s": round(time.perf_counter() - start, 3), "accuracy": {}, "outcomes": {}}
     for policy in ("decode", "miss"):
         lm = Extractor(engine, on_disagreement=policy)
@@ -208,6 +211,12 @@ def measure_recipe(artefact: Path, sets: dict, threads: int, naive: int) -> dict
         engine.greedy(engine.encode(prefix + suffix), max_new_tokens=96, stop_ids=end)
         naive_ms.append((time.perf_counter() - start) * 1000)
     figures["naive_p50_ms"] = p50(naive_ms)
+    device = Extractor(engine, on_disagreement="miss")
+    for name, items in (extra_sets or {}).items():
+        keys = []
+        acc, outcomes = run_set(device, items, [], keys)
+        figures["accuracy"][name] = round(acc, 4) if items else None
+        figures["outcomes"][name] = outcomes
     figures["prefix_cache_mb"] = round(engine.prefix_cache_used / 2**20, 2)
     figures["recipe"] = engine.manifest.get("recipe")
     figures["rss_mb"] = peak_rss_mb()  # this recipe's process

@@ -130,8 +130,12 @@ def build_target_model(
     *,
     progress: Callable[[str], None] = print,
     force: bool = False,
+    extra_manifest: dict | None = None,
 ) -> Path:
-    """Build (or reuse) the artefact for ``source`` with ``recipe``; returns its directory."""
+    """Build (or reuse) the artefact for ``source`` with ``recipe``; returns its directory.
+
+    ``extra_manifest``: fields added to the manifest (a tuned reader's ``prompt`` and ``tuning`` record);
+    its ``prompt`` changes what the device does with the model, so it is part of the artefact's hash."""
     source = Path(source) if source is not None else default_source()
     if recipe not in RECIPES:
         raise TargetModelBuildError(f"unknown recipe {recipe!r}; choose one of {sorted(RECIPES)}")
@@ -145,7 +149,8 @@ def build_target_model(
                 raise TargetModelBuildError(f"{source} is not a GGUF file (bad magic number)")
     progress(f"hashing {source}")
     source_sha = sha256_of(source)
-    key = hashlib.sha256(f"{source_sha}:{recipe}:{ARTEFACT_VERSION}".encode()).hexdigest()[:16]
+    prompt = (extra_manifest or {}).get("prompt")
+    key = hashlib.sha256(f"{source_sha}:{recipe}:{ARTEFACT_VERSION}{f':{prompt}' if prompt else ''}".encode()).hexdigest()[:16]
     paths = ArtefactPaths(Path(cache_dir) / key)
     if paths.manifest.exists() and not force:
         progress(f"reusing cached artefact {paths.root}")
@@ -188,6 +193,7 @@ def build_target_model(
             "bos_token_id": config.get("bos_token_id"),
             "eos_token_id": config.get("eos_token_id"),
             "libraries": _versions(),
+            **(extra_manifest or {}),
         }  # no build time or date: the same source and recipe must give the same bytes (and blob hashes)
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2))
         paths.root.parent.mkdir(parents=True, exist_ok=True)

@@ -39,6 +39,7 @@ from edge_runtime.read.packs.base import ReadingPack
 from edge_runtime.read.param_values import read_param
 from edge_runtime.read.template_align import aligned_values
 from edge_runtime.read.template_match import match_template
+from edge_runtime.read.prompt_variants import PROMPTS, prompt_for
 from edge_runtime.read.values import Quantity, parse_quantity
 
 #: The extraction prompt's system text of the default pack (a bundle's pack gives its own: ReadingPack.system_prompt).
@@ -171,6 +172,15 @@ class Extractor:
     def _validate(self, entry: EntryPoint, spans: dict[str, str]) -> dict[str, Any]:
         return validate_spans(entry, spans, self.pack.read_quantity)
 
+    @property
+    def prompt_parts(self) -> Callable[[EntryPoint, str], tuple[str, str]]:
+        """The prompt the model was trained with (its manifest's; a tuned reader's is short). The full prompt
+        carries the instructions of the bundle's reading pack."""
+        chosen = prompt_for(getattr(self.engine, "manifest", None)) if self.engine is not None else None
+        if chosen is None or chosen is PROMPTS["full"]:
+            return lambda entry, question: prompt_parts(entry, question, self.pack.system_prompt)
+        return chosen
+
     def fast_path(self, entry: EntryPoint, question: str) -> Extraction | None:
         """The model-free read: the template with new slot values, else (with ``use_alignment``) the
         template reworded around its slots. None when neither matches; ExtractionError when one matched
@@ -219,7 +229,7 @@ class Extractor:
     def _with_model(self, entry: EntryPoint, question: str) -> Extraction:
         engine = self.engine
         assert engine is not None
-        prefix, suffix = prompt_parts(entry, question, self.pack.system_prompt)
+        prefix, suffix = self.prompt_parts(entry, question)
         t0 = time.perf_counter()
         state = engine.prefix_state(engine.encode(prefix))
         t1 = time.perf_counter()

@@ -1,0 +1,143 @@
+"""The tuned reader against the stock one, side by side in one run (issue 22's figures).
+
+For each model (the stock SmolLM2-135M-Instruct artefact and the tuned one ``arc-build finetune``
+writes), in its own process, with ``benchmarks/extraction.py``'s question sets and measurement:
+
+- ``accuracy``: served-right fraction per set. ``examples_reparam`` (the entry's template, new values),
+  ``examples_paraphrased`` (other wordings, constrained decoding from a disagreement),
+  ``examples_paraphrased_agree_or_miss`` (the same under the device's policy: served only when the model
+  reproduces the aligner's draft), ``unseen_entries`` (under the device's policy: the example paraphrases
+  of the entries the tuned model was not trained on, and reworded questions of the importer's held-out
+  entries); ``gsm_plus_paraphrase`` / ``gsm_plus_distraction`` need a bundle naming each model and are
+  null unless measured (see ``open``);
+- ``served_wrong`` (over the example sets, device policy), ``lm_path_p50_ms``, ``rss_mb``.
+
+The tuned artefact is one under build/target-models whose manifest's data digest and steps match the
+training set this run builds; otherwise it is trained first (``train_seconds`` counts it).
+
+    .venv/bin/python benchmarks/finetune.py [--registry bundles/examples --registry build/ver6/registry]
+        [--steps 30] [--tuned DIR] [--base DIR] [--eval-build build] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import extraction  # noqa: E402
+
+UNSEEN_IMPORTED = 80  # reworded questions of held-out imported entries measured per model
+
+
+def _measure(artefact: Path, sets: dict, extra: dict, threads: int) -> dict[str, Any]:
+    return extraction.measure_recipe(artefact, sets, threads, naive=0, extra_sets=extra)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--registry", type=Path, action="append", default=None)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--tuned", type=Path, default=None, help="a tuned artefact (default: found by data digest, else trained)")
+    parser.add_argument("--base", type=Path, default=None, help="the stock artefact (default: built or reused from SmolLM2)")
+    parser.add_argument("--eval-build", type=Path, default=REPO / "build")
+    parser.add_argument("--per-entry", type=int, default=12)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    registries = args.registry or [REPO / "bundles" / "examples"]
+
+    from builder.finetune import PROMPT, find_tuned, finetune, load_entries, prepare_dataset
+    from builder.finetune_data import TokenizerTokens
+    from builder.target_model import build_target_model, default_source, sha256_of
+    from edge_runtime.read.extractor import validate_spans
+
+    log = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    base = args.base or build_target_model(progress=log)
+    tokens = TokenizerTokens.from_file(base / "tokenizer.json")
+    entries = load_entries(registries)
+    hand = list(load_entries([r for r in registries if not (Path(r) / "entries").is_dir()]))
+    data = prepare_dataset(entries, tokens, seed=0, build_dir=args.eval_build, examples_entries=hand)
+    train_seconds = 0.0
+    tuned = args.tuned or find_tuned(REPO / "build" / "target-models", data.digest, args.steps, sha256_of(default_source()))
+    if tuned is None:
+        started = time.time()
+        tuned = finetune(registries, steps=args.steps, learning_rate=args.learning_rate, build_dir=args.eval_build,
+                         progress=log)
+        train_seconds = time.time() - started
+    tuned_manifest = json.loads((Path(tuned) / "manifest.json").read_text())
+    tuning = tuned_manifest.get("tuning", {})
+    record = Path(tuned) / "tuning.json"
+    if not train_seconds and record.exists():
+        train_seconds = json.loads(record.read_text()).get("total_seconds", 0.0)
+
+    examples = {k: v for k, v in entries.items() if k in extraction.PARAPHRASES}
+    sets = extraction.questions(examples, args.per_entry, 7)
+    held = set(tuning.get("held_out_entries", data.held_out_entries))
+    unseen = [item for item in sets["examples_paraphrased"] if item[0].id in held]
+    rng = random.Random(0)
+    imported = [e for e in data.held_out if e.entry_id not in examples and e.kind.startswith("reworded")]
+    for example in rng.sample(imported, min(UNSEEN_IMPORTED, len(imported))):
+        entry = entries[example.entry_id]
+        unseen.append((entry, example.question, validate_spans(entry, dict(example.spans))))
+    extra = {"examples_reparam": sets["examples_reparam"], "unseen_entries": unseen}
+
+    results: dict[str, Any] = {}
+    for name, artefact in (("base", Path(base)), ("tuned", Path(tuned))):
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            figures = pool.submit(_measure, artefact, sets, extra, args.threads).result()
+        accuracy = figures["accuracy"]
+        outcomes = figures["outcomes"]
+        wrong = sum(v for s in ("examples_reparam", "examples_paraphrased_agree_or_miss")
+                    for k, v in outcomes.get(s, {}).items() if k.endswith(":wrong"))
+        results[name] = {
+            "artefact": str(artefact),
+            "prompt": figures.get("prompt", None) or json.loads((artefact / "manifest.json").read_text()).get("prompt", "full"),
+            "accuracy": {k: accuracy.get(k) for k in ("examples_reparam", "examples_paraphrased",
+                                                      "examples_paraphrased_agree_or_miss", "unseen_entries")}
+                        | {"gsm_plus_paraphrase": None, "gsm_plus_distraction": None},
+            "served_wrong": wrong,
+            "served_wrong_decode_policy": sum(v for k, v in outcomes["examples_paraphrased"].items() if k.endswith(":wrong")),
+            "lm_path_p50_ms": figures["lm_path_p50_ms"],
+            "one_pass_p50_ms": figures["one_pass_p50_ms"],
+            "miss_p50_ms": None,
+            "rss_mb": figures["rss_mb"],
+            "outcomes": outcomes,
+        }
+    out = {
+        **results,
+        "model": {"base": tuning.get("base_model"), "tuned": Path(tuned).name, "prompt": PROMPT,
+                  "data_digest": tuning.get("data_digest"), "steps": tuning.get("steps"),
+                  "keep_layers": tuning.get("keep_layers"), "metrics": tuning.get("metrics")},
+        "train_seconds": round(train_seconds, 1),
+        "examples": tuning.get("examples"),
+        "tokens": tuning.get("tokens"),
+        "unseen_entries_questions": len(unseen),
+        "held_out_entries": sorted(held),
+        "open": "gsm_plus_* and miss_p50_ms need an evaluation bundle that names each model (not built in this run)",
+    }
+    if args.json:
+        print(json.dumps(out))
+        return
+    for key in ("examples_reparam", "examples_paraphrased", "examples_paraphrased_agree_or_miss", "unseen_entries"):
+        print(f"{key:40s} base {results['base']['accuracy'][key]}  tuned {results['tuned']['accuracy'][key]}")
+    for key in ("served_wrong", "lm_path_p50_ms", "one_pass_p50_ms", "rss_mb"):
+        print(f"{key:40s} base {results['base'][key]}  tuned {results['tuned'][key]}")
+    print(json.dumps({k: out[k] for k in ("model", "train_seconds", "examples", "tokens")}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""``arc-build finetune``: tune the target model on the cache's own questions and export it for devices.
+
+Steps: build the training set from the registry's entries (``builder/finetune_data.py``; a split of
+the entries is held out), train LoRA adapters on the base model's float weights
+(``builder/finetune_train.py``, checkpoints under ``--work``, ``--resume``), merge them, write the
+merged model as a Hugging Face checkpoint and export it through the same compact int8 recipe as the
+stock model (SmoothQuant calibrated on the tuned weights, ``builder/target_model.py``). The artefact
+is content-addressed like any other under build/target-models/; its manifest adds ``prompt`` (the
+short prompt the device then uses: ``edge_runtime/read/prompt_variants.py``) and ``tuning`` (base model,
+data digest, steps, examples, tokens, held-out metrics). A bundle names it as it names the stock
+model (``arc-build bundle --model DIR``), so a device receives it once and the stock model stays
+selectable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from builder.finetune_data import Dataset, TokenizerTokens, build_dataset, default_evaluation_paths, evaluation_queries
+from builder.finetune_train import TrainConfig, answer_accuracy, torch_llama, train_lora
+from builder.target_model import DEFAULT_RECIPE, build_target_model, default_source, sha256_of
+from edge_runtime.entries.metadata import EntryPoint
+
+REPO = Path(__file__).resolve().parents[1]
+PROMPT = "short"
+#: Per imported entry: (renderings, rewordings) besides its original question. The hand-written entries get
+#: 40 and 120. Chosen for the compute of this machine (2 shared cores: ~60 s a step when busy).
+GSM_EXAMPLES = (0, 1)
+
+
+def load_entries(directories: Sequence[Path]) -> dict[str, EntryPoint]:
+    """The entries of each registry directory (an importer's registry root, its entries/ or a sources dir)."""
+    from edge_runtime.entries.registry import Registry
+
+    entries: dict[str, EntryPoint] = {}
+    for directory in directories:
+        directory = Path(directory)
+        if (directory / "entries").is_dir():
+            directory = directory / "entries"
+        if (directory / "_meta").is_dir():  # an importer's entries reference each other by exact description
+            from builder.pot_importer import ExactEmbedder
+
+            registry = Registry(ExactEmbedder())
+        else:
+            from edge_runtime.route.embedder import OnnxSentenceEmbedder
+
+            registry = Registry(OnnxSentenceEmbedder())
+        registry.add_directory(directory)
+        entries.update(registry.entries)
+    return entries
+
+
+def prepare_dataset(entries: dict[str, EntryPoint], tokens: TokenizerTokens, *, seed: int, build_dir: Path,
+                    examples_entries: Sequence[str] = (), gsm_examples: tuple[int, int] = GSM_EXAMPLES) -> Dataset:
+    """The training set: the hand-written entries get many examples, an importer's entries a few each."""
+    forbidden = evaluation_queries(default_evaluation_paths(build_dir)) | benchmark_queries(entries)
+    per_entry = {e: gsm_examples for e in entries if e not in set(examples_entries)}
+    return build_dataset(entries, tokens, prompt=PROMPT, seed=seed, forbidden=forbidden, per_entry=per_entry,
+                         renderings=40, rewordings=120)
+
+
+def benchmark_queries(entries: dict[str, EntryPoint]) -> set[str]:
+    """The questions benchmarks/extraction.py generates for the example entries (its seed and size): never trained on."""
+    import importlib.util
+
+    from builder.finetune_data import normalise
+
+    path = REPO / "benchmarks" / "extraction.py"
+    if not path.exists():
+        return set()
+    spec = importlib.util.spec_from_file_location("arc_benchmark_extraction", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    known = {k: v for k, v in entries.items() if k in module.PARAPHRASES}
+    found: set[str] = set()
+    for per_entry in (12, 24):
+        for rows in module.questions(known, per_entry, 7).values():
+            found.update(normalise(question) for _, question, _ in rows)
+    return found
+
+
+def finetune(
+    registries: Sequence[Path], *, base: Path | None = None, out: Path = REPO / "build" / "target-models",
+    work: Path = REPO / "build" / "finetune", steps: int = 60, resume: bool = False, seed: int = 0,
+    keep_layers: int | None = None, gsm_examples: tuple[int, int] = GSM_EXAMPLES, batch_size: int = 8,
+    learning_rate: float = 1e-3, lora_layers: int | None = 15, recipe: str = DEFAULT_RECIPE, progress: Callable[[str], None] = print,
+    show_bar: bool = True, build_dir: Path | None = None,
+) -> Path:
+    """Train and export; returns the tuned artefact's directory (reused when one with the same data and settings exists)."""
+    from builder.compact_export import read_weights
+    from builder.target_model import _tokenizer_and_config
+
+    source = Path(base) if base is not None else default_source()
+    started = time.time()
+    hf_dir, _ = _tokenizer_and_config(source, Path(work) / "hf", progress)
+    tokens = TokenizerTokens.from_file(hf_dir / "tokenizer.json")
+    progress(f"reading the entries of {', '.join(str(r) for r in registries)}")
+    entries = load_entries(registries)
+    hand_written = [e for r in registries if not (Path(r) / "_meta").is_dir() and not (Path(r) / "entries").is_dir()
+                    for e in load_entries([r])]
+    build_dir = build_dir or REPO / "build"
+    if not any(Path(build_dir).glob("*/sets")):
+        progress(f"warning: no evaluation query sets under {build_dir}: only the benchmark's own sets are excluded")
+    data = prepare_dataset(entries, tokens, seed=seed, build_dir=build_dir,
+                           examples_entries=hand_written, gsm_examples=gsm_examples)
+    progress(f"data {data.digest}: {len(data.rows)} examples ({data.tokens} tokens) from {len(data.train_entries)} "
+             f"entries; {len(data.held_out_rows)} held-out examples of {len(data.held_out_entries)} entries; "
+             f"dropped {data.dropped}")
+    config = TrainConfig(steps=steps, batch_size=batch_size, learning_rate=learning_rate, seed=seed, lora_layers=lora_layers)
+    source_sha = sha256_of(source)
+    run_key = f"{data.digest}-{source_sha[:8]}-{steps}-{keep_layers or 'all'}-{lora_layers or 'all'}"
+    existing = find_tuned(out, data.digest, steps, source_sha, keep_layers)
+    if existing is not None:
+        progress(f"reusing tuned artefact {existing}")
+        return existing
+    run_dir = Path(work) / run_key
+    weights = read_weights(source)
+    if keep_layers is not None:
+        weights = dataclasses.replace(weights, layers=weights.layers[:keep_layers],
+                                      config=dataclasses.replace(weights.config, num_layers=keep_layers))
+    model = torch_llama(weights)
+    pad_id = tokens.encode("<|endoftext|>")[0] if tokens.encode("<|endoftext|>") else 0
+    merged, record = train_lora(model, data.rows, config, run_dir / "checkpoints", pad_id=pad_id,
+                                data_digest=data.digest, resume=resume, progress=progress, show_bar=show_bar)
+    progress("measuring the held-out entries' answer tokens")
+    held = answer_accuracy(merged, data.held_out_rows[:64], pad_id) if data.held_out_rows else None
+    seen = answer_accuracy(merged, data.rows[:64], pad_id)
+    checkpoint = run_dir / "merged"
+    if checkpoint.exists():
+        shutil.rmtree(checkpoint)
+    merged.save_pretrained(checkpoint, safe_serialization=True)
+    for item in hf_dir.iterdir():
+        if item.is_file() and item.name != "config.json" and not item.name.endswith((".safetensors", ".bin", ".gguf")):
+            shutil.copy(item, checkpoint / item.name)
+    tuning = {
+        "base_model": source.name, "base_sha256": source_sha, "data_digest": data.digest, "steps": steps,
+        "examples": len(data.rows), "tokens": data.tokens, "train_entries": len(data.train_entries),
+        "held_out_entries": data.held_out_entries, "keep_layers": keep_layers, "seed": seed,
+        "lora": {"layers": config.lora_layers, "rank": config.lora_rank, "alpha": config.lora_alpha, "learning_rate": config.learning_rate,
+                 "batch_size": config.batch_size},
+        "metrics": {"train_answer_tokens": seen, "held_out_answer_tokens": held,
+                    "loss_first_last": record["losses_first_last"], "loss_mean_last_10": record["loss_mean_last_10"]},
+    }
+    artefact = build_target_model(checkpoint, cache_dir=out, recipe=recipe, progress=progress,
+                                  extra_manifest={"prompt": PROMPT, "tuning": tuning})
+    (artefact / "tuning.json").write_text(json.dumps({**tuning, "train_seconds": record["train_seconds"],
+                                                      "total_seconds": round(time.time() - started, 1),
+                                                      "device": record["device"], "dropped": data.dropped}, indent=2))
+    return artefact
+
+
+def find_tuned(out: Path, data_digest: str, steps: int, base_sha256: str | None = None,
+               keep_layers: int | None = None) -> Path | None:
+    """A tuned artefact under ``out`` built from this data, for this many steps (and base, and pruning)."""
+    for manifest in sorted(Path(out).glob("*/manifest.json")):
+        try:
+            tuning = json.loads(manifest.read_text()).get("tuning") or {}
+        except (OSError, json.JSONDecodeError):
+            continue
+        if (tuning.get("data_digest") == data_digest and tuning.get("steps") == steps
+                and (base_sha256 is None or tuning.get("base_sha256") == base_sha256)
+                and tuning.get("keep_layers") == keep_layers):
+            return manifest.parent
+    return None
