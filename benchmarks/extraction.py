@@ -223,10 +223,14 @@ def measure_recipe(artefact: Path, sets: dict, threads: int, naive: int, extra_s
     return figures
 
 
-def bundle_accuracy(bundle_path: Path, set_path: Path, threads: int) -> dict[str, Any]:
+def bundle_accuracy(bundle_path: Path, set_path: Path, threads: int, model: Path | None = None,
+                    rows_given: list | None = None) -> dict[str, Any]:
     """Answer every row of a query set whose entry is in ``bundle_path`` in-process (IS1-IS4, guard on)
     and count the rows answered right. GSM-Symbolic's bindings name the template's own variables, not
-    the entry's parameters, so the parameters are checked through the answer they produce."""
+    the entry's parameters, so the parameters are checked through the answer they produce.
+    ``model``: serve with this artefact instead of the one the bundle names (benchmarks/finetune.py compares
+    two readers on one bundle; a bundle naming the artefact would load it the same way). ``rows_given``: answer
+    these rows (any kind, changed ones too) instead; ``records`` then holds (row, hit, right, ms) per row."""
     import tempfile
 
     from builder.eval.answers import answers_match
@@ -240,8 +244,10 @@ def bundle_accuracy(bundle_path: Path, set_path: Path, threads: int) -> dict[str
     # arc-build eval does (this measures extraction, not the signature check).
     bundle = read_bundle(bundle_path, trusted_keys=None, allow_unsigned=True)
     public = bytes.fromhex(bundle.manifest["public_key"])
-    rows = [r for r in load_query_set(set_path).rows if r.entry_id in bundle.entries and r.should_serve]
+    rows = rows_given if rows_given is not None else [
+        r for r in load_query_set(set_path).rows if r.entry_id in bundle.entries and r.should_serve]
     outcomes: dict[str, int] = {}
+    records: list[tuple[Any, bool, bool, float]] = []
     with tempfile.TemporaryDirectory(prefix="arc-extraction-") as tmp:
         runtime = EdgeRuntime(RuntimeOptions(data_dir=Path(tmp), trusted_keys=[public],
                                              model=ModelOptions(threads=threads), use_worker_pool=False))
@@ -250,16 +256,22 @@ def bundle_accuracy(bundle_path: Path, set_path: Path, threads: int) -> dict[str
             runtime.blobs.import_target_model(model)
         staged, missing = runtime.stage_bundle(bundle_path.read_bytes())
         runtime.blobs.import_from_dir(bundle_path.parent / "blobs", missing)  # routing table, tokenizer
+        if model is not None:
+            engine = LMEngine(model, threads=threads, concurrent_runs=runtime.options.model_runs)
+            runtime._engine_for = lambda _bundle: engine  # noqa: SLF001 - the reader under test, see the docstring
         runtime.activate(f"{staged.name}-{staged.version}")
         right = 0
         for row in tqdm(rows, desc=set_path.stem, file=sys.stderr):
+            start = time.perf_counter()
             _, answer = runtime.answer(row.query)
             ok = answer.hit and answers_match(answer.answer, row.answer)
+            records.append((row, answer.hit, bool(ok), (time.perf_counter() - start) * 1000))
             right += ok
             key = f"{answer.path}:{'right' if ok else 'wrong'}" if answer.hit else f"miss:{answer.miss_reason}"
             outcomes[key] = outcomes.get(key, 0) + 1
         runtime.close()
-    return {"rows": len(rows), "accuracy": round(right / len(rows), 4) if rows else None, "outcomes": outcomes}
+    return {"rows": len(rows), "accuracy": round(right / len(rows), 4) if rows else None, "outcomes": outcomes,
+            "records": records}
 
 
 def main() -> None:

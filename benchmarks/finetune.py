@@ -8,15 +8,16 @@ writes), in its own process, with ``benchmarks/extraction.py``'s question sets a
   ``examples_paraphrased_agree_or_miss`` (the same under the device's policy: served only when the model
   reproduces the aligner's draft), ``unseen_entries`` (under the device's policy: the example paraphrases
   of the entries the tuned model was not trained on, and reworded questions of the importer's held-out
-  entries); ``gsm_plus_paraphrase`` / ``gsm_plus_distraction`` need a bundle naming each model and are
-  null unless measured (see ``open``);
+  entries); with ``--gsm-bundle``, ``gsm_plus_paraphrase`` / ``gsm_plus_distraction`` (all 100 rows of each
+  kind of GSM-Plus dev, served right, in-process IS1-IS4 with the guard, the bundle's model replaced by the
+  one measured) and ``miss_p50_ms`` (20 rows of each changed kind and 40 unrelated questions);
 - ``served_wrong`` (over the example sets, device policy), ``lm_path_p50_ms``, ``rss_mb``.
 
 The tuned artefact is one under build/target-models whose manifest's data digest and steps match the
 training set this run builds; otherwise it is trained first (``train_seconds`` counts it).
 
     .venv/bin/python benchmarks/finetune.py [--registry bundles/examples --registry build/ver6/registry]
-        [--steps 30] [--tuned DIR] [--base DIR] [--eval-build build] [--json]
+        [--steps 30] [--tuned DIR] [--base DIR] [--eval-build build] [--gsm-bundle B.arcb] [--json]
 """
 
 from __future__ import annotations
@@ -46,6 +47,38 @@ def _measure(artefact: Path, sets: dict, extra: dict, threads: int) -> dict[str,
     return extraction.measure_recipe(artefact, sets, threads, naive=0, extra_sets=extra)
 
 
+GSM_KINDS = {"gsm_plus_paraphrase": "problem understanding", "gsm_plus_distraction": "distraction insertion"}
+CHANGED_PER_KIND = 20  # rows of each GSM-Plus kind whose reasoning changed, for the time a miss takes
+UNRELATED = 40
+
+
+def _gsm(bundle: Path, sets_dir: Path, artefact: Path, threads: int, held: set[str]) -> dict[str, Any]:
+    """GSM-Plus paraphrase and distraction rows (all of the set's, entry in the bundle or not), served-right share;
+    the changed kinds and unrelated questions answered too, for ``miss_p50_ms`` and the changed ones served."""
+    import statistics
+
+    from builder.eval.querysets import load_query_set
+
+    plus = load_query_set(sets_dir / "gsm_plus_dev.jsonl").rows
+    rows = [r for r in plus if r.kind in GSM_KINDS.values()]
+    changed_kinds = sorted({r.kind for r in plus if r.changed})
+    rows += [r for k in changed_kinds for r in [x for x in plus if x.kind == k][:CHANGED_PER_KIND]]
+    rows += list(load_query_set(sets_dir / "gsm8k_unrelated.jsonl").rows[:UNRELATED])
+    result = extraction.bundle_accuracy(bundle, sets_dir / "gsm_plus_dev.jsonl", threads, model=artefact, rows_given=rows)
+    out: dict[str, Any] = {}
+    for key, kind in GSM_KINDS.items():
+        mine = [(r, hit, ok) for r, hit, ok, _ in result["records"] if r.kind == kind]
+        out[key] = round(sum(ok for _, _, ok in mine) / len(mine), 4)
+        out[key + "_wrong"] = sum(hit and not ok for _, hit, ok in mine)
+        unseen = [ok for r, _, ok in mine if r.entry_id in held]
+        out[key + "_held_out_entries"] = [sum(unseen), len(unseen)]
+    misses = [ms for r, hit, _, ms in result["records"] if (r.changed or r.unrelated) and not hit]
+    out["miss_p50_ms"] = round(statistics.median(misses), 2) if misses else None
+    out["changed_or_unrelated_served"] = sum(hit for r, hit, _, _ in result["records"] if r.changed or r.unrelated)
+    out["changed_or_unrelated_rows"] = sum(1 for r, _, _, _ in result["records"] if r.changed or r.unrelated)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--registry", type=Path, action="append", default=None)
@@ -56,6 +89,9 @@ def main() -> None:
     parser.add_argument("--eval-build", type=Path, default=REPO / "build")
     parser.add_argument("--per-entry", type=int, default=12)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--gsm-bundle", type=Path, default=None, help="a GSM8K evaluation bundle (e.g. build/ver6/bundles/"
+                        "gsm8k-eval-...arcb): adds gsm_plus_* and miss_p50_ms, its sets read from --gsm-sets")
+    parser.add_argument("--gsm-sets", type=Path, default=None, help="default: the bundle's run dir /sets")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     registries = args.registry or [REPO / "bundles" / "examples"]
@@ -99,6 +135,11 @@ def main() -> None:
     for name, artefact in (("base", Path(base)), ("tuned", Path(tuned))):
         with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
             figures = pool.submit(_measure, artefact, sets, extra, args.threads).result()
+        gsm: dict[str, Any] = {}
+        if args.gsm_bundle is not None:
+            sets_dir = args.gsm_sets or args.gsm_bundle.resolve().parents[1] / "sets"
+            with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+                gsm = pool.submit(_gsm, args.gsm_bundle, sets_dir, artefact, args.threads, held).result()
         accuracy = figures["accuracy"]
         outcomes = figures["outcomes"]
         wrong = sum(v for s in ("examples_reparam", "examples_paraphrased_agree_or_miss")
@@ -108,12 +149,13 @@ def main() -> None:
             "prompt": figures.get("prompt", None) or json.loads((artefact / "manifest.json").read_text()).get("prompt", "full"),
             "accuracy": {k: accuracy.get(k) for k in ("examples_reparam", "examples_paraphrased",
                                                       "examples_paraphrased_agree_or_miss", "unseen_entries")}
-                        | {"gsm_plus_paraphrase": None, "gsm_plus_distraction": None},
+                        | {k: gsm.get(k) for k in GSM_KINDS},
             "served_wrong": wrong,
             "served_wrong_decode_policy": sum(v for k, v in outcomes["examples_paraphrased"].items() if k.endswith(":wrong")),
             "lm_path_p50_ms": figures["lm_path_p50_ms"],
             "one_pass_p50_ms": figures["one_pass_p50_ms"],
-            "miss_p50_ms": None,
+            "miss_p50_ms": gsm.get("miss_p50_ms"),
+            "gsm": gsm,
             "rss_mb": figures["rss_mb"],
             "outcomes": outcomes,
         }
@@ -127,7 +169,7 @@ def main() -> None:
         "tokens": tuning.get("tokens"),
         "unseen_entries_questions": len(unseen),
         "held_out_entries": sorted(held),
-        "open": "gsm_plus_* and miss_p50_ms need an evaluation bundle that names each model (not built in this run)",
+        "gsm_bundle": str(args.gsm_bundle) if args.gsm_bundle else None,
     }
     if args.json:
         print(json.dumps(out))
