@@ -34,11 +34,17 @@ FREE_QUESTIONS = (
 )
 
 
-def run_demo(examples: Path = EXAMPLES, out_dir: Path | None = None) -> int:
+def run_demo(examples: Path = EXAMPLES, out_dir: Path | None = None, *, tuned: bool = False) -> int:
+    """``tuned``: serve with a reader tuned on ``examples`` (built once, then reused by its data digest)."""
     console = Console()
     out_dir = out_dir or REPO / "build" / "bundles"
     key = default_key()
-    model = target_model_dir("default")
+    if tuned:
+        from builder.finetune import finetune
+
+        model = finetune([examples], progress=console.log)
+    else:
+        model = target_model_dir("default")
     bundle_path = make_bundle(examples, out_dir, name="examples", version="1", key=key, target_model=model)
     public_key = load_public_key(key.with_suffix(".pub"))
     bundle = read_bundle(bundle_path, trusted_keys=[public_key])
