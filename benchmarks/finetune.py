@@ -75,6 +75,7 @@ def _gsm(bundle: Path, sets_dir: Path, artefact: Path, threads: int, held: set[s
     misses = [ms for r, hit, _, ms in result["records"] if (r.changed or r.unrelated) and not hit]
     out["miss_p50_ms"] = round(statistics.median(misses), 2) if misses else None
     out["changed_or_unrelated_served"] = sum(hit for r, hit, _, _ in result["records"] if r.changed or r.unrelated)
+    out["outcomes"] = result["outcomes"]  # by path: which rows the model served
     out["changed_or_unrelated_rows"] = sum(1 for r, _, _, _ in result["records"] if r.changed or r.unrelated)
     return out
 
