@@ -43,7 +43,7 @@ def load_entries(directories: Sequence[Path]) -> dict[str, EntryPoint]:
         if (directory / "entries").is_dir():
             directory = directory / "entries"
         if (directory / "_meta").is_dir():  # an importer's entries reference each other by exact description
-            from builder.pot_importer import ExactEmbedder
+            from builder.pot_import.verify import ExactEmbedder
 
             registry = Registry(ExactEmbedder())
         else:
