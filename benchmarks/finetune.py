@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import os
 import random
 import sys
 import time
@@ -33,7 +32,6 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))

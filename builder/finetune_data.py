@@ -22,17 +22,18 @@ import json
 import math
 import random
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from builder.bundle_build import sample_values
 from builder.finetune_rewording import number_words, reword
+from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.errors import ExtractionError
 from edge_runtime.read.extractor import _slot_spec, validate_spans
 from edge_runtime.read.json_constraint import JsonSlotsConstraint
-from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.read.prompt_variants import PROMPTS
 
 DATA_VERSION = 1
@@ -46,7 +47,7 @@ class TokenizerTokens:
         self._text: dict[int, str] = {}
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "TokenizerTokens":
+    def from_file(cls, path: str | Path) -> TokenizerTokens:
         from tokenizers import Tokenizer
 
         return cls(Tokenizer.from_file(str(path)))
@@ -229,7 +230,8 @@ def build_dataset(
                 dropped[reason] = dropped.get(reason, 0) + 1
                 continue
             prefix, suffix = parts(entry, example.question)
-            row = (tokens.encode(prefix) + tokens.encode(suffix), target_ids(tokens, entry, example.question, dict(example.spans)))
+            row = (tokens.encode(prefix) + tokens.encode(suffix),
+                   target_ids(tokens, entry, example.question, dict(example.spans)))
             if len(row[0]) + len(row[1]) > max_tokens:
                 dropped["longer than max_tokens"] = dropped.get("longer than max_tokens", 0) + 1
                 continue

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import re
 import string
-from typing import Callable
+from collections.abc import Callable
 
 _ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
          "sixteen seventeen eighteen nineteen").split()

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from builder.llama_weights import LlamaWeights
 from builder.quant_blocks import dense
@@ -212,7 +213,8 @@ def train_lora(
     bar.close()
     merged = model.merge_and_unload()
     record = {"steps": len(losses), "train_seconds": round(seconds, 1), "losses_first_last":
-              [losses[0], losses[-1]] if losses else [], "loss_mean_last_10": round(sum(losses[-10:]) / max(1, len(losses[-10:])), 4),
+              [losses[0], losses[-1]] if losses else [],
+        "loss_mean_last_10": round(sum(losses[-10:]) / max(1, len(losses[-10:])), 4),
               "config": config.__dict__, "device": device}
     (checkpoints / "losses.json").write_text(json.dumps(losses))
     return merged.cpu(), record

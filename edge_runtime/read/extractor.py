@@ -37,9 +37,9 @@ from edge_runtime.read.mentions import same_value
 from edge_runtime.read.packs import load_pack
 from edge_runtime.read.packs.base import ReadingPack
 from edge_runtime.read.param_values import read_param
+from edge_runtime.read.prompt_variants import PROMPTS, prompt_for
 from edge_runtime.read.template_align import aligned_values
 from edge_runtime.read.template_match import match_template
-from edge_runtime.read.prompt_variants import PROMPTS, prompt_for
 from edge_runtime.read.values import Quantity, parse_quantity
 
 #: The extraction prompt's system text of the default pack (a bundle's pack gives its own: ReadingPack.system_prompt).

@@ -10,10 +10,11 @@ field is the stock model, and a name the device does not know is refused rather 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from edge_runtime.errors import TargetModelError
 from edge_runtime.entries.metadata import EntryPoint
+from edge_runtime.errors import TargetModelError
 
 PromptParts = Callable[[EntryPoint, str], "tuple[str, str]"]
 
