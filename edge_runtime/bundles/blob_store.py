@@ -51,7 +51,7 @@ def artefact_digest(files: Iterable[Mapping[str, Any]]) -> str:
 
 def list_artefact_files(artefact_dir: Path) -> list[dict[str, Any]]:
     """Every regular file of an artefact directory as ``{path, size, sha256}``, sorted by path."""
-    return _artefact_files(Path(artefact_dir), _hash_file)
+    return _artefact_files(Path(artefact_dir), sha256_file)
 
 
 def _artefact_files(root: Path, hasher: Any) -> list[dict[str, Any]]:
@@ -63,7 +63,8 @@ def _artefact_files(root: Path, hasher: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _hash_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The sha256 of a file, read in blocks (model files are hundreds of MB): a blob's name."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(_CHUNK), b""):
@@ -205,7 +206,7 @@ class BlobStore:
     def verify(self, sha256: str) -> bool:
         """Re-hash a stored blob (for audits: a disk can rot what a rename once made right)."""
         path = self.path(sha256)
-        return path.is_file() and _hash_file(path) == sha256
+        return path.is_file() and sha256_file(path) == sha256
 
     # ---- target-model artefacts ------------------------------------------
     def import_target_model(self, artefact_dir: Path | str) -> str:

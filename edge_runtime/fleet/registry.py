@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from edge_runtime.bundles.blob_store import sha256_file
 from edge_runtime.errors import ArcError
 from edge_runtime.fleet.media import OCI_MANIFEST, Reference, check_digest, check_tag
 
@@ -104,7 +105,7 @@ class RegistryClient:
             digest = digest or sha256_digest(bytes(source))
         else:
             size = Path(source).stat().st_size
-            digest = digest or "sha256:" + _hash_file(Path(source))
+            digest = digest or "sha256:" + sha256_file(Path(source))
         check_digest(digest)
         if self.has_blob(digest):
             return digest, size, False
@@ -214,10 +215,3 @@ def canonical_json(value: Any) -> bytes:
     """Manifests are hashed as bytes: one canonical spelling so the same content gives the same digest."""
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
-
-def _hash_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()

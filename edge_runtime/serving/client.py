@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ from typing import Any
 
 import grpc
 
+from edge_runtime.bundles.blob_store import sha256_file
 from edge_runtime.bundles.bundle import BLOBS_DIR
 from edge_runtime.proto import edge_pb2 as pb
 from edge_runtime.proto import edge_pb2_grpc as pb_grpc
@@ -155,7 +155,7 @@ class EdgeClient:
         """Push the target-model files the device lacks (by content hash); returns what was sent."""
         files = {}
         for path in sorted(p for p in Path(artefact_dir).rglob("*") if p.is_file()):
-            files[_sha256(path)] = path
+            files[sha256_file(path)] = path
         return self._push_missing(files, timeout_s)
 
     def push_blobs(self, wanted: Iterable[str], blob_dir: Path, *, timeout_s: float = 600.0) -> list[str]:
@@ -230,13 +230,6 @@ def decode(response: pb.InvokeResponse) -> dict[str, Any]:
         } if response.HasField("upstream") else None,
     }
 
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _blob_chunks(sha: str, path: Path) -> Iterator[pb.BlobChunk]:
