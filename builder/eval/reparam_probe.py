@@ -12,7 +12,9 @@ other entry of a bundle, the way GSM-Symbolic varies a question, from the entry'
 - **names + number words**: both;
 - **objects**: each plain noun a value counts ("{k} eggs") renamed throughout to another countable thing;
 - **currency**: dollar amounts in euros or pounds;
-- **names + objects + currency + number words**: every change at once.
+- **names + objects + currency + number words**: every change at once;
+- **statements reordered**: two neighbouring statements that each hold a value exchanged (the final question
+  stays last), the same values: a reader that reads by position gives them to the wrong slots.
 
 The expected answer of every variant is what the device answers to the *exact* rendering, asked of
 that entry (``entry_id``: IS1 skipped) with the guard off, and only when it read back exactly the
@@ -40,6 +42,7 @@ from builder.eval.added_clause import half_of
 from builder.eval.gsm_data import DATA
 from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.read.english_words import ONES, TENS
+from edge_runtime.read.question_words import sentences
 
 EXACT = "exact"
 NAMES = "names"
@@ -48,7 +51,8 @@ BOTH = "names + number words"
 OBJECTS = "objects"
 CURRENCY = "currency"
 ALL = "names + objects + currency + number words"
-KINDS = (EXACT, NAMES, WORDS, BOTH, OBJECTS, CURRENCY, ALL)
+REORDERED = "statements reordered"
+KINDS = (EXACT, NAMES, WORDS, BOTH, OBJECTS, CURRENCY, ALL, REORDERED)
 
 #: Countable things a count can be of (singular, plural): the probe's own list, unrelated to any reader's.
 _THINGS = tuple(tuple(p.split("/")) for p in """marble/marbles sticker/stickers pencil/pencils cookie/cookies
@@ -257,7 +261,7 @@ def dev_rows(path: Path) -> set[int]:
 
 def generate(entries: Iterable[EntryPoint], ask: Callable[[EntryPoint, str, dict[str, Any]], Any],
              names: Names, verification: Mapping[str, str], seed: str = "reparam-probe", draws: int = 5) -> list[Probe]:
-    """Up to seven probes per entry whose exact rendering ``ask`` answered within ``draws`` draws of values (``ask``
+    """Up to eight probes per entry whose exact rendering ``ask`` answered within ``draws`` draws of values (``ask``
     returns None when the device missed or did not read the values back); the same entries give the same probes."""
     out: list[Probe] = []
     for entry in entries:
@@ -296,7 +300,28 @@ def generate(entries: Iterable[EntryPoint], ask: Callable[[EntryPoint, str, dict
             text = swap_currency(text, random.Random(f"{seed}:{entry.id}:currency")) or text
             text = swap_names(text, names, random.Random(f"{seed}:{entry.id}:all")) or text
             out.append(make(text, ALL))
+        reordered = reorder_statements(entry.template, random.Random(f"{seed}:{entry.id}:reorder"))
+        if reordered is not None:
+            out.append(make(render(entry, values, False, rng, reordered)[0], REORDERED))
     return out
+
+
+def reorder_statements(template: str, rng: random.Random) -> str | None:
+    """``template`` with two neighbouring statements exchanged, each holding a slot, none of them the final
+    question; None when it has no such pair. Word problems mostly state their givens in any order, so the
+    expected answer stays that of the exact rendering (a reordering that changes what a pronoun refers to may
+    make a question ill-formed; such a row counts as a wrong answer only if it is served)."""
+    spans = sentences(template)
+    if len(spans) < 3:
+        return None
+    body = spans[:-1]  # the final question stays last
+    pairs = [i for i in range(len(body) - 1)
+             if "{" in template[body[i][0]:body[i][1]] and "{" in template[body[i + 1][0]:body[i + 1][1]]]
+    if not pairs:
+        return None
+    i = rng.choice(pairs)
+    (s1, e1), (s2, e2) = body[i], body[i + 1]
+    return template[:s1] + template[s2:e2] + template[e1:s2] + template[s1:e1] + template[e2:]
 
 
 def device_asker(client: Any, dropped: dict[str, int]) -> Callable[[EntryPoint, str, dict[str, Any]], Any]:

@@ -89,6 +89,9 @@ class GuardConfig:
     #: Refuse a value whose neighbouring words share nothing with its slot's or description's (off: on the
     #: dev sets it refused 1 right answer and no changed question the other checks let through).
     check_context: bool = False
+    #: Refuse two values that were read crossed: each one's neighbouring words fit the other's slot better than
+    #: its own (statements reordered, then read by position). Any path, no threshold.
+    check_crossed: bool = True
     check_constants: bool = True
     check_added: bool = True
     check_target: bool = True
@@ -246,6 +249,13 @@ class ReasoningGuard:
         checks["unbound_params"] = unbound
         if cfg.check_values and unbound:
             return f"the value read for {unbound[0]!r} ({values[unbound[0]]:g}) is not a number the question states"
+        # 1c. each value sits where its slot is: two values whose neighbourhoods each fit the other's slot better
+        # than their own were read crossed (two statements swapped, then read by position), so which is which is
+        # not known
+        crossed = _crossed(bound, values, facts.slots, contexts) if cfg.check_crossed else None
+        if crossed is not None:
+            return (f"the values read for {crossed[0]!r} and {crossed[1]!r} each fit the other's place in the "
+                    "template better than their own")
         # a fraction the template writes in slots is one fraction of the question, not two numbers from apart
         # ("worth $1 each ... 2/5 times more" does not state {a}/{b} = 1/(2/5))
         for a, b in facts.fraction_pairs if cfg.check_values else ():
@@ -434,6 +444,26 @@ def _best(mentions: Sequence[Mention], contexts: Sequence[Context], used: set[in
             best, best_score = i, score
     return best
 
+
+def _crossed(bound: dict[str, int], values: dict[str, Any], slots: dict[str, Context],
+             contexts: Sequence[Context]) -> tuple[str, str] | None:
+    """Two parameters each of whose values fits the other's slot better than its own (the words just before it
+    against the slot's words before, the words after against the words after), or None. Both must: one value
+    alone that fits elsewhere better is a renamed neighbour ("on Tuesday" where the template has "on Wednesday"
+    one slot later), not a crossing. Values that are equal, or read from one mention, cannot be crossed in a way
+    that changes the answer."""
+    def fit(index: int, name: str) -> int:
+        before, after = slots.get(name, (set(), set()))
+        return len(contexts[index][0] & before) + len(contexts[index][1] & after)
+
+    names = sorted(bound)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if bound[a] == bound[b] or same_value(float(values[a]), float(values[b])):
+                continue
+            if fit(bound[a], b) > fit(bound[a], a) and fit(bound[b], a) > fit(bound[b], b):
+                return a, b
+    return None
 
 def _bind_fractions(facts: _TemplateFacts, mentions: Sequence[Mention], values: dict[str, float], used: set[int],
                     bound: dict[str, int]) -> list[str]:

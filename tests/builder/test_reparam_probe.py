@@ -103,3 +103,15 @@ def test_a_counted_object_is_renamed_throughout_with_its_article_and_units_are_n
     assert swap_currency("A pen is $3 and a pad $2.5.", random.Random(0)) in (
         "A pen is €3 and a pad €2.5.", "A pen is £3 and a pad £2.5.")
     assert swap_currency("A pen is $3, or 300 cents.", random.Random(0)) is None  # "cents" would then be wrong
+
+
+def test_reordered_statements_exchange_two_neighbouring_givens_and_keep_the_question_last():
+    import random
+
+    from builder.eval.reparam_probe import reorder_statements
+
+    template = "Ann has {a} pens. Bob has {b} pens. Cy has 3 caps. How many pens do they have?"
+    out = reorder_statements(template, random.Random(0))
+    assert out == "Bob has {b} pens. Ann has {a} pens. Cy has 3 caps. How many pens do they have?"
+    assert reorder_statements("Ann has {a} pens. How many pens?", random.Random(0)) is None
+    assert reorder_statements("Ann has {a} pens. Cy has caps. Bob has {b}. How many?", random.Random(0)) is None

@@ -562,3 +562,36 @@ def test_a_value_the_question_leaves_unstated_is_refused_on_the_model_path():
     rephrased = ("Saanvi combines 20 mL of one medicine with 3 times that amount of the second medicine. How many mL "
                  "of medicine are in 8 doses, if some doses are taken at night?")  # "some doses": no slot's number
     assert check(dosage, rephrased, {"first": 20, "times": 3, "doses": 8}) is None
+
+
+TEAM = EntryPoint(
+    id="team",
+    description="players on a team's defense",
+    template=("A club has {members} members. There are {offense} as many players on the offense as on the defense. "
+              "There is {special} the number of players on the special teams as on the defense. How many players "
+              "are on the defense?"),
+    params=(Param("members", "members of the club", int, 105, minimum=0),
+            Param("offense", "offense players per defense player", float, 2.0, minimum=0),
+            Param("special", "special-team players per defense player", float, 0.5, minimum=0)),
+    root="answer the team question",
+    answer_key="answer",
+)
+SWAPPED = ("A club has 105 members. There is 0.5 the number of players on the special teams as on the defense. "
+           "There are 2 as many players on the offense as on the defense. How many players are on the defense?")
+
+
+def test_values_read_crossed_from_reordered_statements_are_refused():
+    guard = make_guard()
+    crossed = {"members": 105, "offense": 0.5, "special": 2.0}  # read by position, as a word aligner would
+    why = guard(TEAM, SWAPPED, crossed, "aligned")
+    assert why is not None and "'offense' and 'special'" in why
+    assert guard(TEAM, SWAPPED, {"members": 105, "offense": 2.0, "special": 0.5}, "aligned") is None
+    in_order = ("A club has 105 members. There are 2 as many players on the offense as on the defense. There is 0.5 "
+                "the number of players on the special teams as on the defense. How many players are on the defense?")
+    assert guard(TEAM, in_order, {"members": 105, "offense": 2.0, "special": 0.5}, "aligned") is None
+    assert ReasoningGuard(GuardConfig(check_crossed=False))(TEAM, SWAPPED, crossed, "aligned") is None
+
+
+def test_equal_values_are_never_crossed():
+    same = SWAPPED.replace("0.5 the number", "2 the number")
+    assert make_guard()(TEAM, same, {"members": 105, "offense": 2.0, "special": 2.0}, "aligned") is None
