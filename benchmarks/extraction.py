@@ -257,7 +257,7 @@ def bundle_accuracy(bundle_path: Path, set_path: Path, threads: int, model: Path
         staged, missing = runtime.stage_bundle(bundle_path.read_bytes())
         runtime.blobs.import_from_dir(bundle_path.parent / "blobs", missing)  # routing table, tokenizer
         if model is not None:
-            engine = LMEngine(model, threads=threads, concurrent_runs=runtime.options.model_runs)
+            engine = LMEngine(model, threads=threads, concurrent_runs=runtime.options.model.model_runs)
             runtime._engine_for = lambda _bundle: engine  # noqa: SLF001 - the reader under test, see the docstring
         runtime.activate(f"{staged.name}-{staged.version}")
         right = 0

@@ -36,7 +36,7 @@ from edge_runtime.entries.compiler import LoadedCompiledEntry  # noqa: E402
 from edge_runtime.errors import ExecutionError, TargetModelError  # noqa: E402
 from edge_runtime.entries.metadata import format_value  # noqa: E402
 from edge_runtime.proto import edge_pb2 as pb  # noqa: E402
-from edge_runtime.serving.runtime import RuntimeOptions  # noqa: E402
+from edge_runtime.options import ModelOptions  # noqa: E402
 from extraction import PARAPHRASES  # noqa: E402
 
 
@@ -346,7 +346,7 @@ def main() -> None:
     figures["machine"] = f"{os.cpu_count()} cores"
     figures["recipe"] = recipe
     figures["spin"] = args.spin
-    figures["model_runs"] = args.model_runs if args.model_runs is not None else RuntimeOptions.model_runs
+    figures["model_runs"] = args.model_runs if args.model_runs is not None else ModelOptions.model_runs
     if args.json:
         print(json.dumps(figures))
         return
