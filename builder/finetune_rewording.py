@@ -15,9 +15,11 @@ import re
 import string
 from collections.abc import Callable
 
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-         "sixteen seventeen eighteen nineteen").split()
-_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+from edge_runtime.read.english_words import ONES, TENS
+
+#: the one English number-word table the device reads (edge_runtime/read/english_words.py), by value
+_ONES = tuple(ONES)
+_TENS = ("_", "_", *TENS)
 
 
 def number_words(n: int) -> str:
