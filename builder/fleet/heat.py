@@ -13,6 +13,7 @@ device policy) cannot be embedded: they are grouped by (nearest entry, reason) a
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from edge_runtime.errors import BundleError
 
 
 @dataclass
@@ -61,21 +64,18 @@ def read_misslogs(paths: Iterable[Path]) -> list[dict[str, Any]]:
 
 def embedder_from_bundle(bundle_path: Path, blob_dir: Path | None = None) -> Any:
     """The static routing embedder a bundle ships (its out-of-line table and tokenizer from ``blob_dir``)."""
-    import io
-
-    from tokenizers import Tokenizer
-
     from edge_runtime.bundles.bundle import BLOBS_DIR, read_bundle
-    from edge_runtime.route.bundle_routing import EMBEDDER_TABLE, EMBEDDER_TOKENIZER
-    from edge_runtime.route.static_embedder import StaticEmbedder
+    from edge_runtime.route.bundle_routing import embedder_from_files
 
     bundle = read_bundle(Path(bundle_path), trusted_keys=[], allow_unsigned=True)
     blob_dir = Path(blob_dir) if blob_dir else Path(bundle_path).parent / BLOBS_DIR
     files = dict(bundle.files)
     for path, ref in bundle.blobs.items():
-        files[path] = (blob_dir / ref["sha256"]).read_bytes()
-    table = np.load(io.BytesIO(files[EMBEDDER_TABLE]), allow_pickle=False).astype(np.float32)
-    return StaticEmbedder(Tokenizer.from_str(files[EMBEDDER_TOKENIZER].decode("utf-8")), table)
+        data = (blob_dir / ref["sha256"]).read_bytes()
+        if hashlib.sha256(data).hexdigest() != ref["sha256"]:  # the signed manifest names it; a file may not match
+            raise BundleError(f"{blob_dir / ref['sha256']} ({path}) does not hash to the name the bundle signs")
+        files[path] = data
+    return embedder_from_files(files)
 
 
 def rank(records: list[dict[str, Any]], embedder: Any, *, similarity: float = 0.8,

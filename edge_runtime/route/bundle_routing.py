@@ -46,6 +46,14 @@ def routing_files(embedder: StaticEmbedder, router: Router) -> dict[str, bytes]:
     }
 
 
+def embedder_from_files(files: Mapping[str, bytes]) -> StaticEmbedder:
+    """The static routing embedder from a bundle's files (tokenizer, float16 table, meta); KeyError or
+    ValueError when they are missing or unreadable."""
+    tokenizer = Tokenizer.from_str(files[EMBEDDER_TOKENIZER].decode("utf-8"))
+    table = np.load(io.BytesIO(files[EMBEDDER_TABLE]), allow_pickle=False).astype(np.float32)
+    meta: dict[str, Any] = json.loads(files.get(EMBEDDER_META, b"{}"))
+    return StaticEmbedder(tokenizer, table, meta=meta)
+
 def router_from_bundle(bundle: Bundle, files: Mapping[str, bytes] | None = None) -> tuple[Router | None, float]:
     """(router, threshold) from the bundle; (None, 1.0) for a bundle that routes by template only.
 
@@ -55,11 +63,7 @@ def router_from_bundle(bundle: Bundle, files: Mapping[str, bytes] | None = None)
     if ROUTER_FILE not in files:
         return None, 1.0
     try:
-        tokenizer = Tokenizer.from_str(files[EMBEDDER_TOKENIZER].decode("utf-8"))
-        table = np.load(io.BytesIO(files[EMBEDDER_TABLE]), allow_pickle=False).astype(np.float32)
-        meta: dict[str, Any] = json.loads(files.get(EMBEDDER_META, b"{}"))
-        embedder = StaticEmbedder(tokenizer, table, meta=meta)
-        router = Router.from_bytes(files[ROUTER_FILE], embedder)
+        router = Router.from_bytes(files[ROUTER_FILE], embedder_from_files(files))
     except (KeyError, ValueError, UnicodeDecodeError) as exc:
         raise BundleError(f"bundle {bundle.name}-{bundle.version}: routing files unusable: {exc}") from exc
     threshold = float(bundle.routing.get("threshold", 0.6))

@@ -83,3 +83,18 @@ def test_from_heat_builds_the_top_classes_and_the_next_bundle_serves_them(bundle
         runtime.close()
     assert served[BUS].hit and served[NEW_BUS].hit and served[OUTING].hit and not served[FENCE].hit
     assert served[NEW_BUS].answer == 1680  # 183 people -> 4 buses at $420
+
+
+def test_heat_refuses_a_routing_blob_that_does_not_hash_to_its_signed_name(bundle, tmp_path):
+    import shutil
+
+    from edge_runtime.bundles.bundle import BLOBS_DIR, read_bundle
+    from edge_runtime.errors import BundleError
+
+    parsed = read_bundle(bundle["path"], trusted_keys=[], allow_unsigned=True)
+    blobs = tmp_path / BLOBS_DIR
+    shutil.copytree(bundle["path"].parent / BLOBS_DIR, blobs)
+    victim = blobs / next(iter(parsed.blobs.values()))["sha256"]
+    victim.write_bytes(victim.read_bytes() + b"x")
+    with pytest.raises(BundleError, match="does not hash"):
+        embedder_from_bundle(bundle["path"], blobs)
