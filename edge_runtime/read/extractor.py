@@ -4,7 +4,8 @@ Paths, cheapest first, each recorded in the result:
 - ``template``: the question is the entry's template with new slot values; no model call.
 - ``aligned``: the template reworded around its slots (names, objects changed) with every slot
   pinned between unchanged neighbours and no quantity added, removed or changed outside the
-  slots (``template_align.py``); no model call.
+  slots (``template_align.py``), a sentence's fronted phrase read where the template has it
+  (``moved_phrase.py``); no model call.
 - ``lm-draft``: an aligner drafts every value, the model verifies the draft in one forward
   pass on the entry's cached prompt prefix; decoding resumes only where it disagrees.
 - ``lm``: constrained greedy decoding of the whole answer.
@@ -34,6 +35,7 @@ from edge_runtime.outcome import MissReason, ServingPath
 from edge_runtime.read.draft import named_choice
 from edge_runtime.read.json_constraint import JsonSlotsConstraint, SlotSpec
 from edge_runtime.read.mentions import same_value
+from edge_runtime.read.moved_phrase import restore_moved_phrase
 from edge_runtime.read.packs import load_pack
 from edge_runtime.read.packs.base import ReadingPack
 from edge_runtime.read.param_values import read_param
@@ -190,6 +192,9 @@ class Extractor:
         slots, path = match_template(entry.template, question, choices), ServingPath.TEMPLATE
         if slots is None and self.use_alignment:
             slots, path = aligned_values(entry.template, entry.params, question), ServingPath.ALIGNED
+            restored = restore_moved_phrase(entry.template, question) if slots is None else None
+            if restored is not None:  # a fronted phrase moved to its sentence's end, or back: read where it was
+                slots = aligned_values(entry.template, entry.params, restored)
         if slots is None:
             return None
         return Extraction(self._validate(entry, slots), slots, path, seconds=time.perf_counter() - started)
