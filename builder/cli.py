@@ -74,7 +74,9 @@ def _main(argv: list[str] | None) -> int:
     demo.add_argument("--examples", type=Path, default=None, help="directory of entry sources")
     demo.add_argument("--out", type=Path, default=None, help="where to write the bundle (default build/bundles)")
     demo.add_argument("--tuned", action="store_true", help="tune the reader on the example entries first (arc-build "
-                      "finetune, ~30 steps: 15-30 min on 2 cores) and serve with it")
+                      "finetune; once, then reused) and serve with it")
+    demo.add_argument("--steps", type=int, default=None, help="with --tuned: optimiser steps of 8 examples (~5 s each "
+                      "on 2 idle cores; default builder.demo.DEMO_STEPS, 60)")
     comp = sub.add_parser("compile-entries", formatter_class=fmt, help="compile every entry of a source directory to "
         "standalone modules")
     comp.add_argument("sources", type=Path)
@@ -103,6 +105,8 @@ def _main(argv: list[str] | None) -> int:
     ft.add_argument("--lora-layers", type=int, default=15, help="LoRA on the last N blocks only (cheaper steps; 0: all)")
     ft.add_argument("--gsm-examples", default="0,1", help="renderings,rewordings per imported entry (hand-written: 40,120)")
     ft.add_argument("--keep-layers", type=int, default=None, help="prune the reader to its first N layers before tuning")
+    ft.add_argument("--continue-from", type=Path, default=None, help="latest.pt of a shorter run with the same data and "
+                    "settings: lengthen it to --steps (its schedule decayed sooner; the manifest says so)")
     comp_reg = sub.add_parser("compile", formatter_class=fmt, help="compile a registry's accepted entries into a signed bundle")
     comp_reg.add_argument("--registry", type=Path, required=True, help="registry dir (entry sources in DIR/entries or DIR)")
     comp_reg.add_argument("--out", type=Path, required=True, help="bundle file path (NAME-VERSION.arcb) or directory")
@@ -212,14 +216,15 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "demo":
         from builder.demo import EXAMPLES, run_demo
 
-        return run_demo(args.examples or EXAMPLES, args.out, tuned=args.tuned)
+        return run_demo(args.examples or EXAMPLES, args.out, tuned=args.tuned,
+                        **({} if args.steps is None else {"steps": args.steps}))
     if args.command == "finetune":
         from builder.finetune import finetune
 
         path = finetune(args.registry, base=args.base, out=args.out, work=args.work, steps=args.steps, resume=args.resume,
                         seed=args.seed, learning_rate=args.learning_rate, keep_layers=args.keep_layers, build_dir=args.eval_build,
                         lora_layers=args.lora_layers or None, gsm_examples=tuple(int(x) for x in args.gsm_examples.split(",")),
-                        progress=lambda m: print(m, file=sys.stderr))
+                        continue_from=args.continue_from, progress=lambda m: print(m, file=sys.stderr))
         print(path)
         return 0
     if args.command == "target-model":

@@ -84,26 +84,38 @@ def benchmark_queries(entries: dict[str, EntryPoint]) -> set[str]:
     return found
 
 
-def finetune(
-    registries: Sequence[Path], *, base: Path | None = None, out: Path = REPO / "build" / "target-models",
-    work: Path = REPO / "build" / "finetune", steps: int = 60, resume: bool = False, seed: int = 0,
-    keep_layers: int | None = None, gsm_examples: tuple[int, int] = GSM_EXAMPLES, batch_size: int = 8,
-    learning_rate: float = 1e-3, lora_layers: int | None = 15, recipe: str = DEFAULT_RECIPE,
-    progress: Callable[[str], None] = print,
-    show_bar: bool = True, build_dir: Path | None = None,
-) -> Path:
-    """Train and export; returns the tuned artefact's directory (reused when one with the same data and settings exists)."""
-    from builder.compact_export import read_weights
+@dataclasses.dataclass(frozen=True)
+class TrainingData:
+    """What a tuning run reads before it trains: the base model, its tokenizer and the training set."""
+
+    source: Path
+    source_sha256: str
+    hf_dir: Path
+    tokens: TokenizerTokens
+    entries: dict[str, EntryPoint]
+    data: Dataset
+
+
+def training_data(registries: Sequence[Path], *, base: Path | None = None, work: Path = REPO / "build" / "finetune",
+                  seed: int = 0, gsm_examples: tuple[int, int] = GSM_EXAMPLES, build_dir: Path | None = None,
+                  progress: Callable[[str], None] = print) -> TrainingData:
+    """The training set a run on ``registries`` builds (its digest names the run), without training.
+
+    One function for ``finetune`` and for whoever needs to know which artefact a run would reuse
+    (``arc-build demo --tuned``, benchmarks/finetune.py), so the two cannot compute different digests."""
     from builder.target_model import _tokenizer_and_config
 
     source = Path(base) if base is not None else default_source()
-    started = time.time()
     hf_dir, _ = _tokenizer_and_config(source, Path(work) / "hf", progress)
     tokens = TokenizerTokens.from_file(hf_dir / "tokenizer.json")
     progress(f"reading the entries of {', '.join(str(r) for r in registries)}")
-    entries = load_entries(registries)
-    hand_written = [e for r in registries if not (Path(r) / "_meta").is_dir() and not (Path(r) / "entries").is_dir()
-                    for e in load_entries([r])]
+    entries: dict[str, EntryPoint] = {}
+    hand_written: list[str] = []
+    for registry in registries:
+        found = load_entries([registry])
+        if not (Path(registry) / "_meta").is_dir() and not (Path(registry) / "entries").is_dir():
+            hand_written += list(found)
+        entries.update(found)
     build_dir = build_dir or REPO / "build"
     if not any(Path(build_dir).glob("*/sets")):
         progress(f"warning: no evaluation query sets under {build_dir}: only the benchmark's own sets are excluded")
@@ -112,10 +124,35 @@ def finetune(
     progress(f"data {data.digest}: {len(data.rows)} examples ({data.tokens} tokens) from {len(data.train_entries)} "
              f"entries; {len(data.held_out_rows)} held-out examples of {len(data.held_out_entries)} entries; "
              f"dropped {data.dropped}")
+    return TrainingData(source, sha256_of(source), hf_dir, tokens, entries, data)
+
+
+def finetune(
+    registries: Sequence[Path], *, base: Path | None = None, out: Path = REPO / "build" / "target-models",
+    work: Path = REPO / "build" / "finetune", steps: int = 60, resume: bool = False, seed: int = 0,
+    keep_layers: int | None = None, gsm_examples: tuple[int, int] = GSM_EXAMPLES, batch_size: int = 8,
+    learning_rate: float = 1e-3, lora_layers: int | None = 15, recipe: str = DEFAULT_RECIPE,
+    progress: Callable[[str], None] = print,
+    show_bar: bool = True, build_dir: Path | None = None, continue_from: Path | None = None,
+) -> Path:
+    """Train and export; returns the tuned artefact's directory (reused when one with the same data and settings exists).
+
+    ``continue_from``: the ``latest.pt`` checkpoint of a shorter run with the same data and settings, which this run
+    lengthens to ``steps`` (``train_lora``); the manifest records the step it continued from."""
+    from builder.compact_export import read_weights
+
+    started = time.time()
+    prepared = training_data(registries, base=base, work=work, seed=seed, gsm_examples=gsm_examples,
+                             build_dir=build_dir, progress=progress)
+    source, source_sha, hf_dir, tokens, data = (prepared.source, prepared.source_sha256, prepared.hf_dir,
+                                                prepared.tokens, prepared.data)
     config = TrainConfig(steps=steps, batch_size=batch_size, learning_rate=learning_rate, seed=seed, lora_layers=lora_layers)
-    source_sha = sha256_of(source)
-    run_key = f"{data.digest}-{source_sha[:8]}-{steps}-{keep_layers or 'all'}-{lora_layers or 'all'}"
-    existing = find_tuned(out, data.digest, steps, source_sha, keep_layers)
+    continued = _checkpoint_step(continue_from) if continue_from is not None else None
+    run_key = (f"{data.digest}-{source_sha[:8]}-{steps}-{keep_layers or 'all'}-{lora_layers or 'all'}"
+               + (f"-from{continued}" if continued is not None else ""))
+    existing = find_tuned(out, data.digest, steps, source_sha, keep_layers,
+                          lora={"layers": config.lora_layers, "learning_rate": config.learning_rate,
+                                "continued_from_step": continued})
     if existing is not None:
         progress(f"reusing tuned artefact {existing}")
         return existing
@@ -127,7 +164,8 @@ def finetune(
     model = torch_llama(weights)
     pad_id = tokens.encode("<|endoftext|>")[0] if tokens.encode("<|endoftext|>") else 0
     merged, record = train_lora(model, data.rows, config, run_dir / "checkpoints", pad_id=pad_id,
-                                data_digest=data.digest, resume=resume, progress=progress, show_bar=show_bar)
+                                data_digest=data.digest, resume=resume, progress=progress, show_bar=show_bar,
+                                continue_from=continue_from)
     progress("measuring the held-out entries' answer tokens")
     held = answer_accuracy(merged, data.held_out_rows[:64], pad_id) if data.held_out_rows else None
     seen = answer_accuracy(merged, data.rows[:64], pad_id)
@@ -144,7 +182,7 @@ def finetune(
         "held_out_entries": data.held_out_entries, "keep_layers": keep_layers, "seed": seed,
         "lora": {"layers": config.lora_layers, "rank": config.lora_rank, "alpha": config.lora_alpha,
                  "learning_rate": config.learning_rate,
-                 "batch_size": config.batch_size},
+                 "batch_size": config.batch_size, "continued_from_step": record["continued_from_step"]},
         "metrics": {"train_answer_tokens": seen, "held_out_answer_tokens": held,
                     "loss_first_last": record["losses_first_last"], "loss_mean_last_10": record["loss_mean_last_10"]},
     }
@@ -156,9 +194,19 @@ def finetune(
     return artefact
 
 
+def _checkpoint_step(path: Path) -> int:
+    """The step a training checkpoint (``latest.pt``) reached."""
+    import torch
+
+    return int(torch.load(path, map_location="cpu", weights_only=False)["step"])
+
+
 def find_tuned(out: Path, data_digest: str, steps: int, base_sha256: str | None = None,
-               keep_layers: int | None = None) -> Path | None:
-    """A tuned artefact under ``out`` built from this data, for this many steps (and base, and pruning)."""
+               keep_layers: int | None = None, lora: dict | None = None) -> Path | None:
+    """A tuned artefact under ``out`` built from this data, for this many steps (and base, and pruning).
+
+    ``lora``: settings its manifest's ``tuning.lora`` must have too (e.g. ``{"layers": None}``: LoRA on every
+    block), so a run with other adapters or another learning rate is not mistaken for this one."""
     for manifest in sorted(Path(out).glob("*/manifest.json")):
         try:
             tuning = json.loads(manifest.read_text()).get("tuning") or {}
@@ -166,6 +214,7 @@ def find_tuned(out: Path, data_digest: str, steps: int, base_sha256: str | None 
             continue
         if (tuning.get("data_digest") == data_digest and tuning.get("steps") == steps
                 and (base_sha256 is None or tuning.get("base_sha256") == base_sha256)
-                and tuning.get("keep_layers") == keep_layers):
+                and tuning.get("keep_layers") == keep_layers
+                and all((tuning.get("lora") or {}).get(k) == v for k, v in (lora or {}).items())):
             return manifest.parent
     return None

@@ -147,13 +147,32 @@ def answer_accuracy(model: Any, rows: Sequence[tuple[list[int], list[int]]], pad
             "tokens": total}
 
 
+def learning_rate_factor(config: TrainConfig, step: int) -> float:
+    """The share of ``config.learning_rate`` at ``step``: linear warm-up, then linear decay to a floor of 10%."""
+    return min(1.0, (step + 1) / max(1, config.warmup)) * max(0.1, 1 - step / max(1, config.steps))
+
+
+def _same_settings(saved: dict, config: TrainConfig, *, but_steps: bool) -> bool:
+    mine = dict(config.__dict__)
+    theirs = dict(saved)
+    if but_steps:
+        mine.pop("steps"), theirs.pop("steps", None)
+    return mine == theirs
+
+
 def train_lora(
     model: Any, rows: Sequence[tuple[list[int], list[int]]], config: TrainConfig, checkpoints: Path, *,
     pad_id: int, data_digest: str, resume: bool = False, progress: Callable[[str], None] = print,
-    show_bar: bool = True, stop_after: int | None = None,
+    show_bar: bool = True, stop_after: int | None = None, continue_from: Path | None = None,
 ) -> tuple[Any, dict]:
     """Train LoRA adapters for ``config.steps`` steps; returns (merged model, record of the run).
-    ``stop_after``: end (checkpointed) after that many steps of the run, as an interruption would; ``resume`` goes on."""
+    ``stop_after``: end (checkpointed) after that many steps of the run, as an interruption would; ``resume`` goes on.
+
+    ``continue_from``: the last checkpoint of a *shorter* run on the same data with the same settings (a run of
+    200 steps, lengthened to an epoch): its adapters, optimiser moments and losses carry over and this run goes on
+    from its step with its own schedule. The rows seen are exactly the longer run's (the batches are a function of
+    the step); the learning rates of the first part were the shorter run's (decayed sooner), so the result is
+    close to, not equal to, the uninterrupted run. A ``resume`` checkpoint of this run takes precedence."""
     import torch
     from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
     from tqdm import tqdm
@@ -170,20 +189,34 @@ def train_lora(
     model.train()
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(trainable, lr=config.learning_rate, weight_decay=0.0)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda s: min(1.0, (s + 1) / max(1, config.warmup)) * max(0.1, 1 - s / max(1, config.steps)))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: learning_rate_factor(config, s))
     checkpoints.mkdir(parents=True, exist_ok=True)
-    start, losses, seconds = 0, [], 0.0
+    start, losses, seconds, continued = 0, [], 0.0, None
     latest = checkpoints / "latest.pt"
-    if resume and latest.exists():
+    if continue_from is not None and not (resume and latest.exists()):
+        saved = torch.load(continue_from, map_location=device, weights_only=False)
+        if saved["data_digest"] != data_digest or not _same_settings(saved["config"], config, but_steps=True):
+            raise ValueError(f"{continue_from} was written for other data or settings than this run's")
+        if saved["step"] > config.steps:
+            raise ValueError(f"{continue_from} is at step {saved['step']}, past this run's {config.steps} steps")
+        set_peft_model_state_dict(model, saved["adapters"])
+        optimiser.load_state_dict(saved["optimiser"])
+        torch.set_rng_state(saved["rng"])
+        start, losses, seconds, continued = saved["step"], saved["losses"], saved["seconds"], saved["step"]
+        schedule.last_epoch = start  # this run's schedule from the step reached, not the shorter run's
+        for group, base in zip(optimiser.param_groups, schedule.base_lrs):
+            group["lr"] = base * learning_rate_factor(config, start)
+        progress(f"continuing from step {start} of a {saved['config']['steps']}-step run ({continue_from})")
+    elif resume and latest.exists():
         saved = torch.load(latest, map_location=device, weights_only=False)
-        if saved["data_digest"] != data_digest or saved["config"] != config.__dict__:
+        if saved["data_digest"] != data_digest or not _same_settings(saved["config"], config, but_steps=False):
             raise ValueError(f"{latest} was written for other data or settings; remove it or drop --resume")
         set_peft_model_state_dict(model, saved["adapters"])
         optimiser.load_state_dict(saved["optimiser"])
         schedule.load_state_dict(saved["schedule"])
         torch.set_rng_state(saved["rng"])
         start, losses, seconds = saved["step"], saved["losses"], saved["seconds"]
+        continued = saved.get("continued_from")
         progress(f"resuming from step {start} ({latest})")
     bar = tqdm(total=config.steps, initial=start, desc="finetune", unit="step", disable=not show_bar)
     tokens = 0
@@ -206,7 +239,8 @@ def train_lora(
             torch.save({"step": step + 1, "adapters": get_peft_model_state_dict(model),
                         "optimiser": optimiser.state_dict(), "schedule": schedule.state_dict(),
                         "rng": torch.get_rng_state(), "losses": losses, "seconds": seconds,
-                        "data_digest": data_digest, "config": config.__dict__}, checkpoints / "latest.tmp")
+                        "data_digest": data_digest, "config": config.__dict__, "continued_from": continued},
+                       checkpoints / "latest.tmp")
             (checkpoints / "latest.tmp").replace(latest)
         if stop_after is not None and step + 1 >= stop_after:
             break
@@ -215,6 +249,6 @@ def train_lora(
     record = {"steps": len(losses), "train_seconds": round(seconds, 1), "losses_first_last":
               [losses[0], losses[-1]] if losses else [],
         "loss_mean_last_10": round(sum(losses[-10:]) / max(1, len(losses[-10:])), 4),
-              "config": config.__dict__, "device": device}
+              "config": config.__dict__, "device": device, "continued_from_step": continued}
     (checkpoints / "losses.json").write_text(json.dumps(losses))
     return merged.cpu(), record

@@ -89,7 +89,46 @@ def test_tuned_artefact_manifest_and_short_prompt(checkpoint, tmp_path) -> None:
     assert set(tuning["metrics"]) >= {"train_answer_tokens", "held_out_answer_tokens", "loss_first_last"}
     assert find_tuned(tmp_path / "models", tuning["data_digest"], 2) == artefact
     assert find_tuned(tmp_path / "models", tuning["data_digest"], 3) is None
+    # Other adapters are another run: LoRA on every block (layers None) is not this run's last 15.
+    assert find_tuned(tmp_path / "models", tuning["data_digest"], 2, lora={"layers": 15, "learning_rate": 1e-3}) == artefact
+    assert find_tuned(tmp_path / "models", tuning["data_digest"], 2, lora={"layers": None}) is None
     engine = LMEngine(artefact, threads=1)
     assert Extractor(engine).prompt_parts is short_prompt_parts
     hidden = engine.forward(engine.encode("<|im_start|>user\nQuestion: 3 mol"), engine.empty_state()).hidden
     assert np.isfinite(hidden).all()
+
+
+def test_a_shorter_run_lengthened_goes_on_with_the_longer_schedule(checkpoint, tmp_path) -> None:
+    import dataclasses
+
+    import torch
+
+    from builder.finetune_train import learning_rate_factor
+
+    weights = read_hf_checkpoint(checkpoint)
+    short = TrainConfig(steps=2, batch_size=2, learning_rate=1e-2, warmup=1, lora_rank=4, lora_alpha=8,
+                        checkpoint_every=1)
+    long = dataclasses.replace(short, steps=6)
+    train_lora(torch_llama(weights), ROWS, short, tmp_path / "short", pad_id=0, data_digest="d",
+               show_bar=False)
+    earlier = torch.load(tmp_path / "short" / "latest.pt", weights_only=False)
+    _, record = train_lora(torch_llama(weights), ROWS, long, tmp_path / "long", pad_id=0, data_digest="d",
+                           show_bar=False, continue_from=tmp_path / "short" / "latest.pt", stop_after=3)
+    saved = torch.load(tmp_path / "long" / "latest.pt", weights_only=False)
+    # Two steps carried over, one more taken; the losses of the first two are the shorter run's.
+    assert record["steps"] == 3 and saved["losses"][:2] == earlier["losses"] and record["continued_from_step"] == 2
+    # The learning rate after step 3 is the 6-step schedule's (the 2-step one is at its 10% floor by then).
+    assert saved["optimiser"]["param_groups"][0]["lr"] == pytest.approx(1e-2 * learning_rate_factor(long, 3))
+    assert learning_rate_factor(long, 3) > learning_rate_factor(short, 3)
+    changed = [k for k, v in saved["adapters"].items() if not torch.allclose(v, earlier["adapters"][k])]
+    assert changed
+    # Resumed, the lengthened run keeps saying where it came from.
+    _, resumed = train_lora(torch_llama(weights), ROWS, long, tmp_path / "long", pad_id=0, data_digest="d",
+                            show_bar=False, resume=True, continue_from=tmp_path / "short" / "latest.pt")
+    assert resumed["steps"] == 6 and resumed["continued_from_step"] == 2
+    with pytest.raises(ValueError, match="other data or settings"):
+        train_lora(torch_llama(weights), ROWS, dataclasses.replace(long, lora_rank=8), tmp_path / "other",
+                   pad_id=0, data_digest="d", show_bar=False, continue_from=tmp_path / "short" / "latest.pt")
+    with pytest.raises(ValueError, match="past this run"):
+        train_lora(torch_llama(weights), ROWS, dataclasses.replace(short, steps=1), tmp_path / "other", pad_id=0,
+                   data_digest="d", show_bar=False, continue_from=tmp_path / "short" / "latest.pt")
