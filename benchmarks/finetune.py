@@ -17,7 +17,11 @@ The tuned artefact is one under build/target-models whose manifest's data digest
 training set this run builds; otherwise it is trained first (``train_seconds`` counts it).
 
     .venv/bin/python benchmarks/finetune.py [--registry bundles/examples --registry build/ver6/registry]
-        [--steps 30] [--tuned DIR] [--base DIR] [--eval-build build] [--gsm-bundle B.arcb] [--json]
+        [--steps 30] [--tuned DIR] [--pruned DIR] [--base DIR] [--eval-build build] [--gsm-bundle B.arcb] [--json]
+
+``--pruned DIR``: a third artefact (a layer-pruned tuned reader, ``arc-build finetune --keep-layers N``) measured
+in the same run under the key ``pruned``, with its own tuning record under ``pruned_model``; ``--no-base`` leaves
+the stock model out (the pruned reader beside the full tuned one, in one run).
 """
 
 from __future__ import annotations
@@ -78,13 +82,35 @@ def _gsm(bundle: Path, sets_dir: Path, artefact: Path, threads: int, held: set[s
     return out
 
 
+def _tuning(artefact: Path) -> tuple[dict[str, Any], float]:
+    """An artefact's tuning record (manifest) and the seconds its run took (tuning.json; 0 when absent)."""
+    tuning = json.loads((artefact / "manifest.json").read_text()).get("tuning") or {}
+    record = artefact / "tuning.json"
+    seconds = json.loads(record.read_text()).get("total_seconds", 0.0) if record.exists() else 0.0
+    return tuning, seconds
+
+
+def _model_record(artefact: Path, tuning: dict[str, Any]) -> dict[str, Any]:
+    from builder.finetune import PROMPT
+
+    return {"base": tuning.get("base_model"), "tuned": artefact.name, "prompt": PROMPT,
+            "data_digest": tuning.get("data_digest"), "steps": tuning.get("steps"),
+            "keep_layers": tuning.get("keep_layers"), "lora": tuning.get("lora"), "metrics": tuning.get("metrics")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--registry", type=Path, action="append", default=None)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--tuned", type=Path, default=None, help="a tuned artefact (default: found by data digest, else trained)")
+    parser.add_argument("--pruned", type=Path, default=None, help="a layer-pruned tuned artefact, measured as a third model")
     parser.add_argument("--base", type=Path, default=None, help="the stock artefact (default: built or reused from SmolLM2)")
+    parser.add_argument("--no-base", action="store_true", help="leave the stock model out (tuned and --pruned side by side)")
+    parser.add_argument("--models", type=Path, default=REPO / "build" / "target-models",
+                        help="where tuned artefacts are looked for and written")
+    parser.add_argument("--work", type=Path, default=REPO / "build" / "finetune",
+                        help="finetune's work dir (tokenizer, checkpoints)")
     parser.add_argument("--eval-build", type=Path, default=REPO / "build")
     parser.add_argument("--per-entry", type=int, default=12)
     parser.add_argument("--threads", type=int, default=2)
@@ -95,29 +121,23 @@ def main() -> None:
     args = parser.parse_args()
     registries = args.registry or [REPO / "bundles" / "examples"]
 
-    from builder.finetune import PROMPT, find_tuned, finetune, load_entries, prepare_dataset
-    from builder.finetune_data import TokenizerTokens
-    from builder.target_model import build_target_model, default_source, sha256_of
+    from builder.finetune import find_tuned, finetune, training_data
+    from builder.target_model import build_target_model
     from edge_runtime.read.extractor import validate_spans
 
     log = lambda m: print(m, file=sys.stderr)  # noqa: E731
-    base = args.base or build_target_model(progress=log)
-    tokens = TokenizerTokens.from_file(base / "tokenizer.json")
-    entries = load_entries(registries)
-    hand = list(load_entries([r for r in registries if not (Path(r) / "entries").is_dir()]))
-    data = prepare_dataset(entries, tokens, seed=0, build_dir=args.eval_build, examples_entries=hand)
+    base = None if args.no_base else args.base or build_target_model(progress=log)
+    prepared = training_data(registries, work=args.work, build_dir=args.eval_build, progress=log)
+    entries, data = prepared.entries, prepared.data
     train_seconds = 0.0
-    tuned = args.tuned or find_tuned(REPO / "build" / "target-models", data.digest, args.steps, sha256_of(default_source()))
+    tuned = args.tuned or find_tuned(args.models, data.digest, args.steps, prepared.source_sha256)
     if tuned is None:
         started = time.time()
         tuned = finetune(registries, steps=args.steps, learning_rate=args.learning_rate, build_dir=args.eval_build,
-                         progress=log)
+                         out=args.models, work=args.work, progress=log)
         train_seconds = time.time() - started
-    tuned_manifest = json.loads((Path(tuned) / "manifest.json").read_text())
-    tuning = tuned_manifest.get("tuning", {})
-    record = Path(tuned) / "tuning.json"
-    if not train_seconds and record.exists():
-        train_seconds = json.loads(record.read_text()).get("total_seconds", 0.0)
+    tuning, recorded_seconds = _tuning(Path(tuned))
+    train_seconds = train_seconds or recorded_seconds
 
     examples = {k: v for k, v in entries.items() if k in extraction.PARAPHRASES}
     sets = extraction.questions(examples, args.per_entry, 7)
@@ -131,7 +151,9 @@ def main() -> None:
     extra = {"examples_reparam": sets["examples_reparam"], "unseen_entries": unseen}
 
     results: dict[str, Any] = {}
-    for name, artefact in (("base", Path(base)), ("tuned", Path(tuned))):
+    measured = ([("base", Path(base))] if base is not None else []) + [("tuned", Path(tuned))] \
+        + ([("pruned", args.pruned)] if args.pruned else [])
+    for name, artefact in measured:
         with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
             figures = pool.submit(_measure, artefact, sets, extra, args.threads).result()
         gsm: dict[str, Any] = {}
@@ -160,9 +182,7 @@ def main() -> None:
         }
     out = {
         **results,
-        "model": {"base": tuning.get("base_model"), "tuned": Path(tuned).name, "prompt": PROMPT,
-                  "data_digest": tuning.get("data_digest"), "steps": tuning.get("steps"),
-                  "keep_layers": tuning.get("keep_layers"), "metrics": tuning.get("metrics")},
+        "model": _model_record(Path(tuned), tuning),
         "train_seconds": round(train_seconds, 1),
         "examples": tuning.get("examples"),
         "tokens": tuning.get("tokens"),
@@ -170,13 +190,18 @@ def main() -> None:
         "held_out_entries": sorted(held),
         "gsm_bundle": str(args.gsm_bundle) if args.gsm_bundle else None,
     }
+    if args.pruned:
+        pruned_tuning, pruned_seconds = _tuning(args.pruned)
+        if pruned_tuning.get("data_digest") not in (None, tuning.get("data_digest")):
+            log(f"warning: {args.pruned} was tuned on data {pruned_tuning.get('data_digest')}, not {tuning.get('data_digest')}")
+        out["pruned_model"] = _model_record(args.pruned, pruned_tuning) | {"train_seconds": pruned_seconds}
     if args.json:
         print(json.dumps(out))
         return
     for key in ("examples_reparam", "examples_paraphrased", "examples_paraphrased_agree_or_miss", "unseen_entries"):
-        print(f"{key:40s} base {results['base']['accuracy'][key]}  tuned {results['tuned']['accuracy'][key]}")
+        print(f"{key:40s} " + "  ".join(f"{name} {results[name]['accuracy'][key]}" for name, _ in measured))
     for key in ("served_wrong", "lm_path_p50_ms", "one_pass_p50_ms", "rss_mb"):
-        print(f"{key:40s} base {results['base'][key]}  tuned {results['tuned'][key]}")
+        print(f"{key:40s} " + "  ".join(f"{name} {results[name][key]}" for name, _ in measured))
     print(json.dumps({k: out[k] for k in ("model", "train_seconds", "examples", "tokens")}))
 
 
