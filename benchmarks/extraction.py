@@ -251,13 +251,14 @@ def bundle_accuracy(bundle_path: Path, set_path: Path, threads: int, model: Path
     with tempfile.TemporaryDirectory(prefix="arc-extraction-") as tmp:
         runtime = EdgeRuntime(RuntimeOptions(data_dir=Path(tmp), trusted_keys=[public],
                                              model=ModelOptions(threads=threads), use_worker_pool=False))
-        model = bundle_model_dir(bundle, lambda m: print(m, file=sys.stderr))
-        if model is not None:
-            runtime.blobs.import_target_model(model)
+        bundled = bundle_model_dir(bundle, lambda m: print(m, file=sys.stderr))
+        if bundled is not None:
+            runtime.blobs.import_target_model(bundled)
         staged, missing = runtime.stage_bundle(bundle_path.read_bytes())
         runtime.blobs.import_from_dir(bundle_path.parent / "blobs", missing)  # routing table, tokenizer
-        if model is not None:
-            engine = LMEngine(model, threads=threads, concurrent_runs=runtime.options.model.model_runs)
+        reader = model or bundled  # before 2026-12-04 22:35 the bundle's model replaced ``model`` here
+        if reader is not None:
+            engine = LMEngine(reader, threads=threads, concurrent_runs=runtime.options.model.model_runs)
             runtime._engine_for = lambda _bundle: engine  # noqa: SLF001 - the reader under test, see the docstring
         runtime.activate(f"{staged.name}-{staged.version}")
         right = 0
