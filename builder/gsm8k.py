@@ -6,9 +6,9 @@ Nothing here executes a program; :mod:`builder.pot_import` does that. The data f
 - :func:`normalise_question` is the join key: lowercase, punctuation stripped, whitespace collapsed.
 - :class:`ReferenceIndex` joins a transcript's question to a reference row (exact on the key; a
   conservative fuzzy fallback for the few docstrings that differ by a word).
-- :func:`scan_numbers` finds every number a question states (digits, cardinal words, and the
-  "structural" words such as *half*, *twice* or *dozen* that name a number but cannot be re-rendered
-  as digits in the sentence), with character spans so a template can replace exactly one of them.
+- :func:`scan_numbers` finds every number a question states, with the device's scanner (digits, cardinal
+  words, and the "structural" words such as *half*, *twice* or *dozen* that name a number but cannot be
+  re-rendered as digits in the sentence), with character spans so a template can replace exactly one of them.
 - :func:`replaced_numbers` diffs a GSM-Hard question against its original and says which original
   mention each large number replaced.
 """
@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edge_runtime.read.english_words import NUMBER_WORDS, ONES, TENS
-from edge_runtime.read.english_words import SCALES as ALL_SCALES
+from edge_runtime.read.english_words import DEVICE_UNREAD_WORDS, NUMBER_WORDS
+from edge_runtime.read.mentions import Mention as DeviceMention
+from edge_runtime.read.mentions import parts, read_values, scan
 
 DEFAULT_DATA = Path("/work/shared/data")
 GSM8K_TEST = DEFAULT_DATA / "gsm8k" / "gsm8k_test.jsonl"
@@ -126,28 +127,28 @@ def _mask_numbers(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Numbers in question text
 # ---------------------------------------------------------------------------------------------
-SCALES = {w: ALL_SCALES[w] for w in ("hundred", "thousand", "million")}
-
 #: Words that name a number but cannot be rendered back as digits in their sentence ("half that
 #: much", "twice as long", "a dozen eggs"): a program literal with one of these values comes from the
 #: question, yet it stays a constant of the entry. The device's table (edge_runtime.read.english_words), each
 #: tuple reversed: here the value as read is the last one.
 STRUCTURAL_WORDS: dict[str, tuple[float, ...]] = {w: tuple(reversed(v)) for w, v in NUMBER_WORDS.items()}
-#: Structural words that only state a number when nothing else explains them; "weekly" etc. are
-#: matched last and only to literals that are not already explained by a mention with digits.
-_WEAK_STRUCTURAL = {"weekly", "daily", "hourly", "monthly", "annual", "yearly", "percent", "percentage"}
-
-_DIGITS = re.compile(
-    r"(?<![\w.])(?P<num>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?!\.?\d)(?P<ord>st|nd|rd|th)?"
-)
-_UNIT_FRACTION = re.compile(r"(?<![\w./])1/(?P<den>\d+)(?![\w./])")
+#: Words the device does not read as a stated number ("weekly", "percentage", "once", the ordinal "fourth"),
+#: which may still explain a constant of the program: the importer adds them as structural mentions of its own.
+_UNREAD_WORDS = frozenset(DEVICE_UNREAD_WORDS)
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
-_PERCENT_AFTER = re.compile(r"\s*(%|percent\b|per\s*cent\b)", re.IGNORECASE)
+#: A cue for the literal's name (a price is money), not a reading: "pounds" is a weight here more often than
+#: the currency the device also reads it as.
+_MONEY_AFTER = re.compile(r"\s*(dollars?|cents?|bucks)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Mention:
-    """One number stated in a question: where, as written, its value and how it may be used."""
+    """One number stated in a question: where, as written, its value and how it may be used.
+
+    A piece of a number the device reads as one ("2" of "2/5", "two" of "two thirds") is a mention of its
+    own here, since a program writes it as a literal of its own; ``stated`` is then the span and value of
+    the whole number, as the device reads it (edge_runtime.read.mentions.scan). None for a word the device
+    does not read as a number (``_UNREAD_WORDS``)."""
 
     index: int  # position among the question's mentions, in text order
     start: int
@@ -158,6 +159,7 @@ class Mention:
     percent: bool = False
     money: bool = False
     alternatives: tuple[float, ...] = ()  # other values a program may write for it ("half" -> 2)
+    stated: tuple[int, int, float] | None = None  # (start, end, value) of the device's mention this is part of
 
     @property
     def parameterisable(self) -> bool:
@@ -174,70 +176,47 @@ class Mention:
         return pairs
 
 
-def _word_value(word: str) -> int | None:
-    """Value of a cardinal word or hyphenated compound ("seven", "twenty-five"), else None."""
-    low = word.lower()
-    if low in ONES:
-        return ONES[low]
-    if low in TENS:
-        return TENS[low]
-    parts = low.split("-")
-    if len(parts) == 2 and parts[0] in TENS and parts[1] in ONES and 0 < ONES[parts[1]] < 10:
-        return TENS[parts[0]] + ONES[parts[1]]
-    return None
+def _piece_reading(piece: DeviceMention) -> tuple[float | int, str, tuple[float, ...]]:
+    """(value, kind, alternatives) of one piece of a stated number, from the device's reading of it."""
+    raw, low = piece.text, piece.text.lower()
+    read = piece.values[0]
+    if raw[0].isdigit() or raw[0] == ".":
+        if "/" in raw:  # "1/5": a unit fraction, 0.2 or a division by 5
+            denominator = float(raw.split("/")[1])
+            return read, "structural", (denominator, read)
+        return (int(read) if "." not in raw and float(read).is_integer() else read), "digits", ()
+    words = re.split(r"[\s-]+", low)
+    if words[-1] in STRUCTURAL_WORDS:
+        table = STRUCTURAL_WORDS[words[-1]]
+        if len(words) == 1:
+            return table[-1], "structural", tuple(float(v) for v in table)
+        numerator = read_values("-".join(words[:-1]))  # "two-thirds": the count is a value a program may use too
+        return read, "structural", (float(numerator[0]) if numerator else read, *(float(v) for v in table))
+    return (int(read) if float(read).is_integer() else read), "word", ()
 
 
 def scan_numbers(text: str) -> list[Mention]:
-    """Every number stated in ``text``, in order (digits, cardinal words, structural number words)."""
-    found: list[tuple[int, int, str, float, str, tuple[float, ...]]] = []
-    for m in _UNIT_FRACTION.finditer(text):
-        # "1/5 occupied", "1/2 an ounce": one number, which a program writes as 0.2 or divides by 5
-        denominator = int(m["den"])
-        if denominator:
-            found.append((m.start(), m.end(), m.group(0), 1 / denominator, "structural", (float(denominator), 1 / denominator)))
-    for m in _DIGITS.finditer(text):
-        if m["ord"]:
-            continue  # "1st", "3rd": an ordinal, not a quantity
-        raw = m["num"]
-        number = float(raw.replace(",", ""))
-        value: float | int = int(number) if "." not in raw and number.is_integer() else number
-        found.append((m.start("num"), m.end("num"), raw, value, "digits", ()))
+    """Every number stated in ``text``, in order, as the device reads it (edge_runtime.read.mentions.scan),
+    each cut into the pieces a program writes apart (``mentions.parts``), plus the words that name a number
+    only to explain a constant (``_UNREAD_WORDS``)."""
+    found: list[tuple[int, int, str, float | int, str, tuple[float, ...], bool, tuple[int, int, float] | None]] = []
+    stated = scan(text)
+    for whole in stated:
+        span = (whole.start, whole.end, whole.values[0])
+        for piece in parts(text, whole):
+            value, kind, alternatives = _piece_reading(piece)
+            percent = kind != "structural" and whole.percent and piece.end == whole.end
+            found.append((piece.start, piece.end, piece.text, value, kind, alternatives, percent, span))
     for m in _WORD.finditer(text):
-        word = m.group(0)
-        low = word.lower()
-        parts = low.split("-")
-        # "one-third", "two-thirds": a fraction word, structural as a whole
-        if len(parts) == 2 and parts[1] in STRUCTURAL_WORDS and _word_value(parts[0]) is not None:
-            denominator_values = STRUCTURAL_WORDS[parts[1]]
-            numerator = _word_value(parts[0]) or 0
-            fraction = numerator * denominator_values[-1] if len(denominator_values) > 1 else numerator
-            found.append((m.start(), m.end(), word, fraction, "structural",
-                          (float(numerator), *(float(v) for v in denominator_values))))
-            continue
-        value = _word_value(word)
-        if value is not None:
-            end = m.end()
-            scale = re.match(r"\s+(hundred|thousand|million)\b", text[end:], re.IGNORECASE)
-            if scale:
-                value *= SCALES[scale.group(1).lower()]
-                end += scale.end()
-            found.append((m.start(), end, text[m.start():end], value, "word", ()))
-            continue
-        if low in STRUCTURAL_WORDS:
-            values = STRUCTURAL_WORDS[low]
-            found.append((m.start(), m.end(), word, values[-1], "structural", tuple(float(v) for v in values)))
-    found.sort(key=lambda item: (item[0], -item[1]))  # at one start, the longer reading ("1/5" over "1")
+        low = m.group(0).lower()
+        if low in _UNREAD_WORDS and not any(w.start < m.end() and m.start() < w.end for w in stated):
+            table = STRUCTURAL_WORDS[low]
+            found.append((m.start(), m.end(), m.group(0), table[-1], "structural", tuple(float(v) for v in table), False, None))
+    found.sort(key=lambda item: item[0])
     mentions: list[Mention] = []
-    last_end = -1
-    for start, end, raw, value, kind, alternatives in found:
-        if start < last_end:
-            continue  # "two hundred" consumed "hundred"
-        after = text[end:end + 12]
-        percent = kind != "structural" and bool(_PERCENT_AFTER.match(after))
-        money = text[max(0, start - 1):start] in ("$", "€", "£") or bool(
-            re.match(r"\s*(dollars?|cents?|bucks)\b", text[end:end + 12], re.IGNORECASE))
-        mentions.append(Mention(len(mentions), start, end, raw, value, kind, percent, money, alternatives))
-        last_end = end
+    for start, end, raw, value, kind, alternatives, percent, span in found:
+        money = text[max(0, start - 1):start] in ("$", "€", "£") or bool(_MONEY_AFTER.match(text[end:end + 12]))
+        mentions.append(Mention(len(mentions), start, end, raw, value, kind, percent, money, alternatives, span))
     return mentions
 
 

@@ -194,6 +194,12 @@ def hyphenated_measure(question: str, mention: Mention) -> bool:
     return mention.kind == "digits" and re.match(r"-[A-Za-z]", question[mention.end:mention.end + 2]) is not None
 
 
+def compound_word(question: str, mention: Mention) -> bool:
+    """"a two-speed mower", "a six-inch sub", "a four-week month": a number word written into a compound, which
+    names a kind more often than it counts; a literal reads it only when no other mention fits as well."""
+    return mention.kind == "word" and re.match(r"-[A-Za-z]", question[mention.end:mention.end + 2]) is not None
+
+
 def all_names(func: ast.FunctionDef) -> set[str]:
     return {n.id for n in ast.walk(func) if isinstance(n, ast.Name)} | {
         a.arg for n in ast.walk(func) if isinstance(n, ast.arguments) for a in n.args

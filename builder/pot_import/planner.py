@@ -21,6 +21,7 @@ from builder.pot_import.matching import (
     STOP_WORDS,
     UNIT_CONSTANTS,
     all_names,
+    compound_word,
     hyphenated_measure,
     lifted_form,
     literal_form,
@@ -127,7 +128,8 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
             if (not lit.direct and sim <= 0 and (value in UNIT_CONSTANTS or value == 1.0) and mention.kind != "structural"
                     and not hyphenated_measure(question, mention)):
                 continue  # "/ 60" next to "60%", "+ 1" next to "1 dog": arithmetic, not that mention
-            score = sim - (0.3 if mention.kind == "structural" else 0) - (0.2 if form != "value" else 0)
+            score = (sim - (0.3 if mention.kind == "structural" else 0) - (0.2 if form != "value" else 0)
+                     - (0.5 if compound_word(question, mention) else 0))
             candidates.append([score, lit, mention, form, value])
     # ties: keep the order of same-valued literals and mentions ("3 sprints 3 times a week")
     rank_l: dict[int, int] = {}
@@ -317,6 +319,8 @@ def _free_params(question: str, unused: Sequence[Mention], program: PalProgram, 
             continue  # half of a fraction ("2/5 occupied"): the other half may be read, and then this one is too
         if float(mention.value) == 1:
             continue  # "for one of the implants": a program multiplies by 1 without writing it
+        if compound_word(question, mention):
+            continue  # "a two-speed mower", "a six-inch sub": no slot for a number that names a kind
         head = next(iter(words_after(question, mention, 1)), "")
         groups.setdefault((mention.text.lower(), head), []).append(mention)  # one spelling: one slot
     out: list[ParamPlan] = []

@@ -8,10 +8,11 @@ the builder may import it and the device never imports the builder.
 
 ``NUMBER_WORDS`` lists every word that states a number without being a cardinal, with the value
 it reads as first and then the other values a program may write for it ("half": 0.5, or the 2 of
-``x / 2``). ``DEVICE_UNREAD_WORDS`` are the ones the device does not count as a stated number today: a
-rate word ("weekly") names a unit more than a number, and reading the ordinals past "fifth" or
-"once" as numbers would change what the guard refuses. The importer still uses them to explain a
-program's constant; reading them on the device is a behaviour change to be measured first.
+``x / 2``). ``DEVICE_UNREAD_WORDS`` are the ones the device does not count as a stated number alone: a
+rate word ("weekly") names a unit more than a number, and the ordinals past "fifth" ("the fourth day")
+or "once" are rarely quantities. The device reads the fraction words among them after a count
+("one-fourth", "three eighths": edge_runtime/read/mentions.py). The importer uses the rest to explain a
+program's constant (builder/gsm8k.py), never as a number the question states.
 """
 
 from __future__ import annotations

@@ -191,10 +191,11 @@ class Extractor:
         choices = {p.name: tuple(str(c) for c in p.choices) for p in entry.params if p.choices}
         slots, path = match_template(entry.template, question, choices), ServingPath.TEMPLATE
         if slots is None and self.use_alignment:
-            slots, path = aligned_values(entry.template, entry.params, question), ServingPath.ALIGNED
-            restored = restore_moved_phrase(entry.template, question) if slots is None else None
+            words = self.pack.align_words
+            slots, path = aligned_values(entry.template, entry.params, question, words=words), ServingPath.ALIGNED
+            restored = restore_moved_phrase(entry.template, question, words=words) if slots is None else None
             if restored is not None:  # a fronted phrase moved to its sentence's end, or back: read where it was
-                slots = aligned_values(entry.template, entry.params, restored)
+                slots = aligned_values(entry.template, entry.params, restored, words=words)
         if slots is None:
             return None
         return Extraction(self._validate(entry, slots), slots, path, seconds=time.perf_counter() - started)

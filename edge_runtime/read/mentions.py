@@ -1,10 +1,12 @@
 """The numbers an English word problem states, as the guard and the extractor see them ("Mention"s).
 
 One scanner for every stage that asks "which numbers does this text state?": digits, fractions, number words,
-"half", "twice", "a dozen", a share of a power of ten ("3/4 of one hundred"), each with the values a program
-may use for it (a percent also as a rate, "half" also as a divisor of 2). The words come from the one English
-table (edge_runtime/read/english_words.py); the values from the one span reader (edge_runtime/read/values.py).
-It is the en-word-problems/1 pack's scanner; plain/1 has its own, digits only (edge_runtime/read/packs/plain.py).
+"half", "twice", "a dozen", "one-fourth", a share of a power of ten ("3/4 of one hundred"), each with the values
+a program may use for it (a percent also as a rate, "half" also as a divisor of 2). The words come from the one
+English table (edge_runtime/read/english_words.py); the values from the one span reader (edge_runtime/read/values.py).
+It is the en-word-problems/1 pack's scanner, and the importer's (builder/gsm8k.py: it makes its slots of the
+``parts`` of each mention, so both read every number of a question alike); plain/1 has its own, digits only
+(edge_runtime/read/packs/plain.py).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from edge_runtime.errors import ConversionError
-from edge_runtime.read.english_words import CARDINALS, DEVICE_NUMBER_WORDS
+from edge_runtime.read.english_words import CARDINALS, DEVICE_NUMBER_WORDS, FRACTIONS, NUMBER_WORDS
 from edge_runtime.read.values import (
     DIGITS,
     DIGITS_END,
@@ -27,9 +29,14 @@ from edge_runtime.read.values import (
 STRUCTURAL: dict[str, tuple[float, ...]] = DEVICE_NUMBER_WORDS
 _CARD = "|".join(sorted(CARDINALS, key=len, reverse=True))
 _STRUCT = "|".join(sorted(STRUCTURAL, key=len, reverse=True))
+#: Fraction words read only after a count ("one-fourth", "three eighths"): alone, "the fourth day" and "a sixth
+#: time" are ordinals, which the device does not read as numbers.
+COUNTED_FRACTIONS: dict[str, tuple[float, ...]] = {
+    w: v for w, v in NUMBER_WORDS.items() if w not in STRUCTURAL and w.rstrip("s") in FRACTIONS and w.rstrip("s") != "hundredth"}
+_COUNTED = "|".join(sorted(COUNTED_FRACTIONS, key=len, reverse=True))
 NUMBER = re.compile(
     rf"(?<![\w.]){DIGITS}{DIGITS_END}"  # "1st" is dropped in scan()
-    rf"|\b(?:(?:{_CARD})(?:[\s-]+(?:and\s+)?(?:{_CARD}))*(?:[\s-]+(?:{_STRUCT}))?)\b"
+    rf"|\b(?:(?:{_CARD})(?:[\s-]+(?:and\s+)?(?:{_CARD}))*(?:[\s-]+(?:{_STRUCT}|{_COUNTED}))?)\b"
     rf"|\b(?:(?:a|an)\s+)?(?:{_STRUCT})\b",
     re.IGNORECASE,
 )
@@ -58,8 +65,8 @@ def read_values(text: str) -> tuple[float, ...] | None:
         value = float(Fraction(parse_quantity(text).value))
     except (ConversionError, ValueError, ZeroDivisionError):
         value = None
-    if last in STRUCTURAL:
-        alternatives = STRUCTURAL[last]
+    if last in STRUCTURAL or (last in COUNTED_FRACTIONS and value is not None):
+        alternatives = STRUCTURAL.get(last) or COUNTED_FRACTIONS[last]
         if value is None:
             return alternatives
         return (value,) + tuple(a for a in alternatives if abs(a - value) > 1e-12)
@@ -71,18 +78,10 @@ def scan(text: str) -> list[Mention]:
     found: list[Mention] = []
     for match in NUMBER.finditer(text):
         raw = match.group(0)
-        if _ORDINAL_AFTER.match(text, match.end()) and raw[-1].isdigit():
-            continue  # "1st", "3rd"
-        values = read_values(raw)
-        if values is None:
-            continue
-        percent = bool(PERCENT_AFTER.match(text, match.end()))
-        if percent:
-            values = values + (values[0] / 100,)
-        money = text[max(0, match.start() - 1):match.start()] in ("$", "€", "£") or bool(
-            re.match(r"\s*(?:dollars?|cents?|bucks|euros?|pounds?)\b", text[match.end():], re.IGNORECASE))
-        weak = raw.lower() in ("one", "zero")
-        found.append(Mention(match.start(), match.end(), raw, values, weak, percent, money))
+        if _ORDINAL_AFTER.match(text, match.end()) and raw[-1].isdigit() and "/" not in raw:
+            continue  # "1st", "3rd"; "1/3rd" is a third
+        for start, end in _readable_runs(text, match.start(), match.end()):
+            found.append(_mention(text, start, end))
     for match in SHARE_OF_POWER.finditer(text):  # "3/4 of one hundred" is one number, 75: it replaces its parts
         try:
             value = float(share_of_power(match))
@@ -91,6 +90,66 @@ def scan(text: str) -> list[Mention]:
         found = [m for m in found if not (match.start() <= m.start and m.end <= match.end())]
         found.append(Mention(match.start(), match.end(), match.group(0), (value,)))
     return sorted(found, key=lambda m: m.start)
+
+
+def _mention(text: str, start: int, end: int) -> Mention:
+    """The mention at ``text[start:end]``, a span ``read_values`` reads."""
+    raw = text[start:end]
+    values = read_values(raw) or ()
+    percent = bool(PERCENT_AFTER.match(text, end))
+    if percent:
+        values = values + (values[0] / 100,)
+    money = text[max(0, start - 1):start] in ("$", "€", "£") or bool(
+        re.match(r"\s*(?:dollars?|cents?|bucks|euros?|pounds?)\b", text[end:], re.IGNORECASE))
+    return Mention(start, end, raw, values, raw.lower() in ("one", "zero"), percent, money)
+
+
+_RUN_WORD = re.compile(r"[A-Za-z]+|[^\sA-Za-z-]+")
+
+
+def _readable_runs(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The spans of one NUMBER match that each read as a number: the whole match, or, when the words run
+    together two numbers ("days one and two", "one fifty-dollar bill", "three fourth"), the longest readable
+    run of words from each word on (a number the match held must not vanish from the guard's view)."""
+    if read_values(text[start:end]) is not None:
+        return [(start, end)]
+    words = [(m.start() + start, m.end() + start) for m in _RUN_WORD.finditer(text[start:end])]
+    runs, i = [], 0
+    while i < len(words):
+        for j in range(len(words) - 1, i - 1, -1):
+            piece = text[words[i][0]:words[j][1]]
+            if piece.lower().split()[-1] != "and" and read_values(piece) is not None:
+                runs.append((words[i][0], words[j][1]))
+                i = j
+                break
+        i += 1
+    return runs
+
+
+#: The pieces a compound number is written from, as a program may write them apart: the digits of "2/5", the
+#: count and the fraction word of "two thirds", the share and the power of "3/10 of one hundred".
+_PIECE = re.compile(
+    rf"(?<![\d/])1/\d+(?![\d/])"  # "1/5": a unit fraction is one piece (0.2, or a division by 5)
+    rf"|\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d*\.\d+|\d+"
+    rf"|\b(?:{_CARD})(?:[\s-]+(?:and\s+)?(?:{_CARD}))*-(?:{_STRUCT}|{_COUNTED})\b"  # "one-third": one word
+    rf"|\b(?:{_CARD})(?:[\s-]+(?:and\s+)?(?:{_CARD}))*\b"
+    rf"|\b(?:{_STRUCT}|{_COUNTED})\b",
+    re.IGNORECASE,
+)
+
+
+def parts(text: str, mention: Mention) -> list[Mention]:
+    """The pieces of ``mention`` (a mention of ``text``) that a program may write as literals of their own:
+    "2/5" is 2 and 5, "two thirds" is "two" and "thirds", "1.2 times of ten" is 1.2 and ten, "a pair" is
+    "pair"; a number written in one piece ("1/5", "one-third", "twenty five") is itself. The importer makes
+    its slots of these pieces; the guard binds "{a}/{b}" and "{n} thirds" back to the whole mention."""
+    pieces = []
+    for match in _PIECE.finditer(text, mention.start, mention.end):
+        values = read_values(match.group(0)) or COUNTED_FRACTIONS.get(match.group(0).lower())  # "fourths" of "three fourths"
+        if values is not None:
+            pieces.append(Mention(match.start(), match.end(), match.group(0), values, match.group(0).lower() in (
+                "one", "zero")))
+    return pieces or [mention]
 
 
 def same_value(a: float, b: float) -> bool:

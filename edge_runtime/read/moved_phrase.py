@@ -22,20 +22,23 @@ from __future__ import annotations
 
 from difflib import SequenceMatcher
 
-from edge_runtime.read.template_align import _SLOT, _is_quantity, _norm, _template_tokens, _tokens
+from edge_runtime.read.template_align import _SLOT, AlignWords, _default_words, _template_tokens, _tokens
 
 _ENDS = (".", "?", "!")
 _PUNCT = (",", ".", "?", "!", ";", ":")
 
 
-def restore_moved_phrase(template: str, question: str) -> str | None:
-    """``question`` with one phrase moved back to where ``template`` has it (see the module docstring), else None."""
-    t_tokens = _template_tokens(template)
-    q_tokens = _tokens(question)
+def restore_moved_phrase(template: str, question: str, *, words: AlignWords | None = None) -> str | None:
+    """``question`` with one phrase moved back to where ``template`` has it (see the module docstring), else None.
+
+    ``words``: the reading pack's (``ReadingPack.align_words``); None, the default pack's."""
+    vocab = words if words is not None else _default_words()
+    t_tokens = _template_tokens(template, vocab)
+    q_tokens = _tokens(question, vocab)
     if not q_tokens:
         return None
-    t_norm = [t if t.startswith(_SLOT) else _norm(t) for t in t_tokens]
-    q_norm = [_norm(t) for t, _, _ in q_tokens]
+    t_norm = [t if t.startswith(_SLOT) else vocab.norm(t) for t in t_tokens]
+    q_norm = [vocab.norm(t) for t, _, _ in q_tokens]
     ops = SequenceMatcher(None, t_norm, q_norm, autojunk=False).get_opcodes()
     deleted = [op for op in ops if op[0] != "equal" and op[2] > op[1] and all(q in _PUNCT for q in q_norm[op[3]:op[4]])]
     inserted = [op for op in ops if op[0] != "equal" and op[4] > op[3] and all(t in _PUNCT for t in t_norm[op[1]:op[2]])]
@@ -47,7 +50,7 @@ def restore_moved_phrase(template: str, question: str) -> str | None:
             if b is a:
                 continue
             q1, q2 = _trim(q_norm, b[3], b[4])
-            if q2 <= q1 or any(q in _ENDS for q in q_norm[q1:q2]) or not _same_words(t_norm[t1:t2], q_norm[q1:q2]):
+            if q2 <= q1 or any(q in _ENDS for q in q_norm[q1:q2]) or not _same_words(t_norm[t1:t2], q_norm[q1:q2], vocab):
                 continue
             restored = _restore(t_norm, q_norm, q_tokens, question, ops, (t1, t2), (q1, q2), a)
             if restored is not None:
@@ -63,14 +66,14 @@ def _trim(tokens: list[str], i: int, j: int) -> tuple[int, int]:
     return i, j
 
 
-def _same_words(phrase: list[str], words: list[str]) -> bool:
+def _same_words(phrase: list[str], words: list[str], vocab: AlignWords) -> bool:
     """``words`` are ``phrase`` word for word, each slot one to three number tokens."""
     if not phrase:
         return not words
     head, rest = phrase[0], phrase[1:]
     if not head.startswith(_SLOT):
-        return bool(words) and words[0] == head and _same_words(rest, words[1:])
-    return any(all(_is_quantity(w) for w in words[:n]) and _same_words(rest, words[n:])
+        return bool(words) and words[0] == head and _same_words(rest, words[1:], vocab)
+    return any(all(vocab.is_quantity(w) for w in words[:n]) and _same_words(rest, words[n:], vocab)
                for n in range(1, min(3, len(words)) + 1))
 
 

@@ -41,101 +41,115 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from fractions import Fraction
+from functools import cached_property
 
 from edge_runtime.answer.currency import SYMBOLS as CURRENCY_SYMBOLS
 from edge_runtime.entries.metadata import Param
-from edge_runtime.read.draft import number_spans
-from edge_runtime.read.english_words import CARDINALS, ONES, TENS, plural_stem
-from edge_runtime.read.values import MONTH_DAYS, TIME_UNITS
-
-_TENS = "|".join(TENS)
-_UNITS_WORDS = "|".join(w for w, v in ONES.items() if 0 < v < 10)
-#: "thirty-four" is one number, not "thirty", "-", "four" (whose hyphen would align with "{n}-pound").
-_TOKEN = re.compile(rf"\d+(?:[.,/]\d+)*|(?:{_TENS})-(?:{_UNITS_WORDS})\b|[A-Za-z]+(?:'[a-z]+)?|[^\w\s]", re.IGNORECASE)
 
 _SLOT = "\x00"
 _NAME = "\x01"  # the shape of any run of naming words, in the alignment by shape
-#: Words that state a quantity: one that appears, disappears or changes outside the slots changes the question.
-_QUANTITY_WORDS = {*CARDINALS, "billion", *(
-    "half halves third thirds quarter quarters fourth fourths fifth fifths sixth sixths seventh eighth "
-    "ninth tenth dozen dozens twice thrice double triple quadruple once pair couple percent".split())}
-#: Words that add an operation without a number ("she bought another set of pots").
-_ADDING_WORDS = {"another", "again", "extra", "additional"}
-#: Words by which an inserted sentence takes part in the reasoning (an added operation), not beside it.
-_OPERATION_WORDS = _ADDING_WORDS | {
-    "also", "additionally", "add", "adds", "added", "plus", "subtract", "subtracts", "minus", "multiply",
-    "multiplies", "divide", "divides", "twist", "times", "twice", "double", "triple", "half", "more", "fewer",
-    "less", "than",
-}
-_UNITS = set(TIME_UNITS)
 _CURRENCY = set(CURRENCY_SYMBOLS)
-#: Words too common to mark a swap of roles when they move.
-_COMMON = set("""a an the of for to and or but in on at by with from into as is are was were be been has have had
-do does did it its he she his her him they them their we our you your i my me this that these those there each
-every all any some many much more most less few how what which who when where if then than so not no also just
-can could will would should may might must per one please""".split())
-_PERCENT = {"%", "percent", "pct"}
+_DIGITS = r"\d+(?:[.,/]\d+)*"
 
 
-def _norm(token: str) -> str:
-    """How two tokens are compared: case, plural endings, currency and percent spellings ignored."""
-    if token in _CURRENCY:
-        return "$"
-    if token in _PERCENT:
-        return "%"
-    if token in MONTH_DAYS:  # a month's name states its days: June → September is a rename, June → July is not
-        return f"{MONTH_DAYS[token]} days"
-    if token[:1].isdigit() or len(token) <= 3:
-        return token
-    return plural_stem(token)
+def _digit_spans(text: str) -> list[str]:
+    return re.findall(rf"(?<![\w.]){_DIGITS}", text)
 
 
-def _is_quantity(token: str) -> bool:
-    return token[:1].isdigit() or token in MONTH_DAYS or token.split("-")[0] in _QUANTITY_WORDS
+@dataclass(frozen=True)
+class AlignWords:
+    """The words of a language the aligner reads a question by: a reading pack's (``ReadingPack.align_words``).
+
+    The rules of the module docstring are structural; which words state a quantity, add an operation, name a
+    unit of time or are too common to mark a swap is the language's. Empty (the default, ``plain/1``), the
+    aligner compares tokens by case only, and only digits and "%" are quantities."""
+
+    quantity: frozenset[str] = frozenset()  # words that state a quantity ("three", "half", "dozen")
+    adding: frozenset[str] = frozenset()  # words that add an operation without a number ("another")
+    operation: frozenset[str] = frozenset()  # words by which an inserted sentence takes part in the reasoning
+    time_units: frozenset[str] = frozenset()  # units of time, which may be stated with an article alone
+    common: frozenset[str] = frozenset()  # words too common to mark a swap of roles when they move
+    percent: frozenset[str] = frozenset({"%"})  # spellings of percent, compared as one
+    month_days: Mapping[str, int] = field(default_factory=dict)  # a month's name states its days
+    compound_number: str = ""  # a regex for a number word written with a hyphen, one token ("thirty-four")
+    stem: Callable[[str], str] = str.lower  # how a word longer than three letters is compared (plural endings)
+    number_spans: Callable[[str], list[str]] = _digit_spans  # the number-like spans of a text, in order
+
+    @cached_property
+    def token(self) -> re.Pattern[str]:
+        compound = f"{self.compound_number}|" if self.compound_number else ""
+        return re.compile(rf"{_DIGITS}|{compound}[A-Za-z]+(?:'[a-z]+)?|[^\w\s]", re.IGNORECASE)
+
+    def norm(self, token: str) -> str:
+        """How two tokens are compared: case, plural endings, currency and percent spellings ignored."""
+        if token in _CURRENCY:
+            return "$"
+        if token in self.percent:
+            return "%"
+        if token in self.month_days:  # a month's name states its days: June → September is a rename, June → July is not
+            return f"{self.month_days[token]} days"
+        if token[:1].isdigit() or len(token) <= 3:
+            return token
+        return self.stem(token)
+
+    def is_quantity(self, token: str) -> bool:
+        return token[:1].isdigit() or token in self.month_days or token.split("-")[0] in self.quantity
 
 
-def _tokens(text: str) -> list[tuple[str, int, int]]:
-    return [(m.group(0).lower(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+def _default_words() -> AlignWords:
+    """The default pack's words (en-word-problems/1), for callers that name no pack."""
+    from edge_runtime.read.packs.en_word_problems import ALIGN_WORDS
+
+    return ALIGN_WORDS
 
 
-def _template_tokens(template: str) -> list[str]:
+def _tokens(text: str, vocab: AlignWords) -> list[tuple[str, int, int]]:
+    return [(m.group(0).lower(), m.start(), m.end()) for m in vocab.token.finditer(text)]
+
+
+def _template_tokens(template: str, vocab: AlignWords) -> list[str]:
     out: list[str] = []
-    for literal, field, _, _ in string.Formatter().parse(template):
-        out += [t for t, _, _ in _tokens(literal)]
-        if field is not None:
-            out.append(_SLOT + field)
+    for literal, name, _, _ in string.Formatter().parse(template):
+        out += [t for t, _, _ in _tokens(literal, vocab)]
+        if name is not None:
+            out.append(_SLOT + name)
     return out
 
 
 def aligned_values(template: str, params: tuple[Param, ...], question: str, *,
-                   min_anchor_ratio: float = 0.6) -> dict[str, str] | None:
-    """Each parameter's text in ``question`` if the question is the template reworded around its slots, else None."""
-    t_tokens = _template_tokens(template)
-    q_tokens = _tokens(question)
+                   min_anchor_ratio: float = 0.6, words: AlignWords | None = None) -> dict[str, str] | None:
+    """Each parameter's text in ``question`` if the question is the template reworded around its slots, else None.
+    ``words``: the reading pack's (``ReadingPack.align_words``); None, the default pack's."""
+    vocab = words if words is not None else _default_words()
+    t_tokens = _template_tokens(template, vocab)
+    q_tokens = _tokens(question, vocab)
     literal = [t for t in t_tokens if not t.startswith(_SLOT)]
     if not literal or not q_tokens:
         return None
-    t_norm = [t if t.startswith(_SLOT) else _norm(t) for t in t_tokens]
-    q_norm = [_norm(t) for t, _, _ in q_tokens]
+    t_norm = [t if t.startswith(_SLOT) else vocab.norm(t) for t in t_tokens]
+    q_norm = [vocab.norm(t) for t, _, _ in q_tokens]
     if sum((Counter(t for t in t_norm if not t.startswith(_SLOT)) & Counter(q_norm)).values()) < min_anchor_ratio * len(literal):
         return None  # too few of the template's words are in the question at all (the cheap test first)
     by_word = SequenceMatcher(None, t_norm, q_norm, autojunk=False).get_opcodes()
-    if _renames_one_to_one(t_norm, q_norm, by_word, by_shape=False):
-        values = _read_alignment(t_tokens, t_norm, len(literal), q_tokens, question, by_word, params, min_anchor_ratio)
+    if _renames_one_to_one(t_norm, q_norm, by_word, vocab, by_shape=False):
+        values = _read_alignment(t_tokens, t_norm, len(literal), q_tokens, question, by_word, params, min_anchor_ratio,
+                                 vocab)
         if values is not None:
             return values
-    shape_ops = _shape_opcodes(t_norm, q_norm)
-    if shape_ops == by_word or not _renames_one_to_one(t_norm, q_norm, shape_ops, by_shape=True):
+    shape_ops = _shape_opcodes(t_norm, q_norm, vocab)
+    if shape_ops == by_word or not _renames_one_to_one(t_norm, q_norm, shape_ops, vocab, by_shape=True):
         return None
     return _read_alignment(t_tokens, t_norm, len(literal), q_tokens, question, shape_ops, params, min_anchor_ratio,
-                           names_one_to_one=True)
+                           vocab, names_one_to_one=True)
 
 
 def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_tokens: list[tuple[str, int, int]],
                     question: str, opcodes: list[tuple[str, int, int, int, int]], params: tuple[Param, ...],
-                    min_anchor_ratio: float, *, names_one_to_one: bool = False) -> dict[str, str] | None:
+                    min_anchor_ratio: float, vocab: AlignWords, *, names_one_to_one: bool = False) -> dict[str, str] | None:
     """The slot values an alignment (difflib opcodes of template tokens, normalised as ``t_norm``, against
     question tokens; ``n_literal`` template words besides the slots) reads, if every differing stretch obeys
     the rules in the module docstring. ``names_one_to_one``: the alignment
@@ -149,7 +163,7 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     renamed: set[tuple[str, str]] = set()  # (template word, the question's word in its place), before the target
     swapped: set[tuple[str, str]] = set()  # the same, anywhere
     target_start = _target_start(t_tokens)
-    template_words = {w for w in t_norm if w.isalpha() and w not in _COMMON}
+    template_words = {w for w in t_norm if w.isalpha() and w not in vocab.common}
     in_target: list[tuple[list[str], list[str]]] = []  # changed words of the final question (template, question)
     phrases_before: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()  # (template phrase, question's), before the target
     phrases_target: list[tuple[tuple[str, ...], tuple[str, ...]]] = []  # the same, in the final question
@@ -161,40 +175,40 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         words = [t for t in stretch if not t.startswith(_SLOT)]
         text = question[q_tokens[j1][1]:q_tokens[j2 - 1][2]] if j2 > j1 else ""
         q_words = [t for t, _, _ in q_tokens[j1:j2]]
-        if any(_is_quantity(w) for w in words):
+        if any(vocab.is_quantity(w) for w in words):
             return None  # a constant of the reasoning sits in a changed stretch: it changed or moved
-        q_plain = [w for w in q_words if not _is_quantity(w)]
-        pairs = [(_norm(a), _norm(b)) for a, b in zip(words, q_plain)] if len(q_plain) == len(words) else []
-        changed = {(a, b) for a, b in pairs if a != b and a.isalpha() and a not in _COMMON}
+        q_plain = [w for w in q_words if not vocab.is_quantity(w)]
+        pairs = [(vocab.norm(a), vocab.norm(b)) for a, b in zip(words, q_plain)] if len(q_plain) == len(words) else []
+        changed = {(a, b) for a, b in pairs if a != b and a.isalpha() and a not in vocab.common}
         swapped.update(changed)
-        if sum(_norm(w) == "%" for w in words) != sum(_norm(w) == "%" for w in q_words):
+        if sum(vocab.norm(w) == "%" for w in words) != sum(vocab.norm(w) == "%" for w in q_words):
             return None  # "5% of the price" → "0.05 times of the price": a share written as a factor
-        phrase = (_content(words), _content(q_words))
+        phrase = (_content(words, vocab), _content(q_words, vocab))
         if i2 <= target_start:
             renamed.update(changed)
             phrases_before.add(phrase)
         else:
             phrases_target.append(phrase)
         if not slots:
-            if op == "insert" and i2 <= target_start and _aside(question, q_tokens, j1, j2, template_words):
+            if op == "insert" and i2 <= target_start and _aside(question, q_tokens, j1, j2, template_words, vocab):
                 continue  # a sentence stated beside the reasoning: the guard judges its numbers
-            if any(_is_quantity(w) or w in _ADDING_WORDS for w in q_words):
+            if any(vocab.is_quantity(w) or w in vocab.adding for w in q_words):
                 return None  # a quantity added (or a constant replaced) outside the slots
-            if sum(_norm(w) in _UNITS for w in words) != sum(_norm(w) in _UNITS for w in q_words):
+            if sum(vocab.norm(w) in vocab.time_units for w in words) != sum(vocab.norm(w) in vocab.time_units for w in q_words):
                 return None  # a unit of time added or dropped: "after an hour" states a quantity
             if i2 > target_start:
-                in_target.append(([_norm(w) for w in words], [_norm(w) for w in q_words]))
+                in_target.append(([vocab.norm(w) for w in words], [vocab.norm(w) for w in q_words]))
             continue
         fraction = any(a.startswith(_SLOT) and mid == "/" and b.startswith(_SLOT)
                        for a, mid, b in zip(stretch, stretch[1:], stretch[2:]))  # "{a}/{b}"
-        read = _read_stretch(slots, by_name, text, q_words, fraction=fraction)
+        read = _read_stretch(slots, by_name, text, q_words, vocab, fraction=fraction)
         if read is None:
             return None
         if "of" not in words and any(re.search(rf"{re.escape(span)}\s+of\b", text) for span in read.values()):
             return None  # "2 miles" → "1/3 of the total distance": a share of another quantity, not the value
         if i2 > target_start:
-            taken = {t for span in read.values() for t, _, _ in _tokens(span)}
-            in_target.append(([_norm(w) for w in words], [_norm(w) for w in q_words if w not in taken]))
+            taken = {t for span in read.values() for t, _, _ in _tokens(span, vocab)}
+            in_target.append(([vocab.norm(w) for w in words], [vocab.norm(w) for w in q_words if w not in taken]))
         for name, span in read.items():
             if values.setdefault(name, span) != span:
                 return None  # a repeated slot reads two different values
@@ -202,19 +216,20 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         return None  # two template words traded places: the values' roles swapped
     # One-to-one names already keep the final question on the template's roles: a template name it
     # uses in another place is renamed away everywhere else.
-    elsewhere = set() if names_one_to_one else {w for w in t_norm[:target_start] if w.isalpha() and w not in _COMMON}
+    elsewhere = set() if names_one_to_one else {w for w in t_norm[:target_start] if w.isalpha() and w not in vocab.common}
     for t_words, q_words in in_target:
         if any(w in elsewhere and w not in t_words and not _renamed_consistently(w, phrases_before, phrases_target)
                for w in q_words):
             return None  # the final question asks for a quantity the template gives another role
-        if n_literal < 30 and not _renamed_throughout(t_words, q_words, renamed):
+        if n_literal < 30 and not _renamed_throughout(t_words, q_words, renamed, vocab):
             return None  # the final question of a short template asks for something else
     if set(values) != set(by_name):
         return None
     return {p.name: values[p.name] for p in params}
 
 
-def _aside(question: str, q_tokens: list[tuple[str, int, int]], j1: int, j2: int, t_words: set[str]) -> bool:
+def _aside(question: str, q_tokens: list[tuple[str, int, int]], j1: int, j2: int, t_words: set[str],
+           vocab: AlignWords) -> bool:
     """Question tokens ``j1:j2`` (an insertion: ``j2 > j1``) are whole sentences inserted between the
     template's that state numbers beside the reasoning ("Each car rental is $500 per day.", "The shop
     opened in 1998."): no question, no word naming an operation ("also", "more", "times", "add" ...:
@@ -229,34 +244,34 @@ def _aside(question: str, q_tokens: list[tuple[str, int, int]], j1: int, j2: int
     # the alignment may take the sentence's full stop from the one before it: ". Each car rental is $500 per day"
     shifted = q_tokens[j1][0] in ends and j2 < len(q_tokens) and q_tokens[j2][0] in ends
     tokens = [t for t, _, _ in q_tokens[j1:j2]]
-    if not (whole or shifted) or "?" in tokens or any(t in _OPERATION_WORDS for t in tokens):
+    if not (whole or shifted) or "?" in tokens or any(t in vocab.operation for t in tokens):
         return False
     for k, token in enumerate(tokens):
-        if not _is_quantity(token):
+        if not vocab.is_quantity(token):
             continue
         if (k and tokens[k - 1] in _CURRENCY) or re.fullmatch(r"1[89]\d\d|20\d\d", token):
             continue  # "$500", "in 1998"
         after = tokens[k + 1:k + 3]
-        if not after or not after[0].isalpha() or after[0] in _COMMON:
+        if not after or not after[0].isalpha() or after[0] in vocab.common:
             return False  # "2 of them", "ate 2.", "3 to a friend": it may count what the reasoning counts
-        if any(_norm(w) in t_words for w in after if w.isalpha() and w not in _COMMON):
+        if any(vocab.norm(w) in t_words for w in after if w.isalpha() and w not in vocab.common):
             return False  # "one fry", "3 red squares": the template counts it
     return True
 
 
-def _is_name_word(norm: str) -> bool:
+def _is_name_word(norm: str, vocab: AlignWords) -> bool:
     """A word that names a person, an object or an activity: what a reworded question renames."""
-    return norm.isalpha() and norm not in _COMMON and not _is_quantity(norm) and norm not in _ADDING_WORDS
+    return norm.isalpha() and norm not in vocab.common and not vocab.is_quantity(norm) and norm not in vocab.adding
 
 
-def _shape_opcodes(t_norm: list[str], q_norm: list[str]) -> list[tuple[str, int, int, int, int]]:
+def _shape_opcodes(t_norm: list[str], q_norm: list[str], vocab: AlignWords) -> list[tuple[str, int, int, int, int]]:
     """Align by shape, each run of naming words standing for any other, when aligning by words failed.
 
     Renames that reuse each other's words ("hat, scarf, sweater" → "beanie, hat, tunic"; "pens ...
     notebooks" → "notebooks ... markers") pull a word alignment off course: "hat" meets "hat" in
     another role. Aligned by shape, each name ("socks", "leg warmers") meets the name in its place,
     and each rename is a stretch of its own that the usual rules (and ``_renames_one_to_one``) check."""
-    t_units, q_units = _name_units(t_norm), _name_units(q_norm)
+    t_units, q_units = _name_units(t_norm, vocab), _name_units(q_norm, vocab)
     out: list[tuple[str, int, int, int, int]] = []
 
     def emit(op: str, i1: int, i2: int, j1: int, j2: int) -> None:
@@ -279,19 +294,19 @@ def _shape_opcodes(t_norm: list[str], q_norm: list[str]) -> list[tuple[str, int,
     return out
 
 
-def _name_units(norm: list[str]) -> list[tuple[str, int, int]]:
+def _name_units(norm: list[str], vocab: AlignWords) -> list[tuple[str, int, int]]:
     """(shape, start, end) per token, a run of naming words taken as one unit of shape ``_NAME``."""
     units: list[tuple[str, int, int]] = []
     for k, word in enumerate(norm):
-        if _is_name_word(word) and units and units[-1][0] == _NAME and units[-1][2] == k:
+        if _is_name_word(word, vocab) and units and units[-1][0] == _NAME and units[-1][2] == k:
             units[-1] = (_NAME, units[-1][1], k + 1)
         else:
-            units.append((_NAME if _is_name_word(word) else word, k, k + 1))
+            units.append((_NAME if _is_name_word(word, vocab) else word, k, k + 1))
     return units
 
 
 def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tuple[str, int, int, int, int]],
-                        *, by_shape: bool) -> bool:
+                        vocab: AlignWords, *, by_shape: bool) -> bool:
     """No two naming words of the template become the same word of the question: "15 for a hat" where
     the template's hat keeps its name gives "hat" two roles.
 
@@ -310,11 +325,12 @@ def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tupl
         elif op == "replace" and i2 - i1 == j2 - j1:  # word for word ("dollar pencils" → "dollar pens")
             pairs = [((t,), (q,)) for t, q in zip(t_norm[i1:i2], q_norm[j1:j2])]
         elif op == "replace" and by_shape:  # name for name ("socks" → "leg warmers")
-            pairs = [(tuple(w for w in t_norm[i1:i2] if _is_name_word(w)), tuple(w for w in q_norm[j1:j2] if _is_name_word(w)))]
+            pairs = [(tuple(w for w in t_norm[i1:i2] if _is_name_word(w, vocab)),
+                      tuple(w for w in q_norm[j1:j2] if _is_name_word(w, vocab)))]
         else:
             continue
         for t, q in pairs:
-            if t and q and all(_is_name_word(w) for w in t + q):
+            if t and q and all(_is_name_word(w, vocab) for w in t + q):
                 forward.setdefault(t, set()).add(q)
                 backward.setdefault(q, set()).add(t)
     return all(len(v) == 1 for v in backward.values()) and (not by_shape or all(len(v) == 1 for v in forward.values()))
@@ -329,8 +345,8 @@ def _target_start(t_tokens: list[str]) -> int:
     return before[-1] + 1 if before else 0
 
 
-def _content(words: list[str]) -> tuple[str, ...]:
-    return tuple(_norm(w) for w in words if w.isalpha() and w not in _COMMON and not _is_quantity(w))
+def _content(words: list[str], vocab: AlignWords) -> tuple[str, ...]:
+    return tuple(vocab.norm(w) for w in words if w.isalpha() and w not in vocab.common and not vocab.is_quantity(w))
 
 
 def _renamed_consistently(word: str, before: set[tuple[tuple[str, ...], tuple[str, ...]]],
@@ -342,16 +358,16 @@ def _renamed_consistently(word: str, before: set[tuple[tuple[str, ...], tuple[st
             and any(word in t and word not in q for t, q in before))
 
 
-def _renamed_throughout(t_words: list[str], q_words: list[str], renamed: set[tuple[str, str]]) -> bool:
+def _renamed_throughout(t_words: list[str], q_words: list[str], renamed: set[tuple[str, str]], vocab: AlignWords) -> bool:
     """A change in the final question is allowed only as a rename the rest of the question makes too."""
-    content_t = [w for w in t_words if not w.startswith(_SLOT) and w.isalpha() and w not in _COMMON]
-    content_q = [w for w in q_words if w.isalpha() and w not in _COMMON and not _is_quantity(w)]
+    content_t = [w for w in t_words if not w.startswith(_SLOT) and w.isalpha() and w not in vocab.common]
+    content_q = [w for w in q_words if w.isalpha() and w not in vocab.common and not vocab.is_quantity(w)]
     if len(content_t) != len(content_q):
         return False
     return all((a, b) in renamed for a, b in zip(content_t, content_q))
 
 
-def _read_stretch(slots: list[str], by_name: dict[str, Param], text: str, q_words: list[str], *,
+def _read_stretch(slots: list[str], by_name: dict[str, Param], text: str, q_words: list[str], vocab: AlignWords, *,
                   fraction: bool = False) -> dict[str, str] | None:
     """The values of a differing stretch's slots: its numbers in order, its choices by name, or its whole text.
     ``fraction``: the template writes two of the slots as a fraction ("{a}/{b} of the votes"), which the
@@ -360,10 +376,10 @@ def _read_stretch(slots: list[str], by_name: dict[str, Param], text: str, q_word
         return None
     kinds = [_kind(by_name[name]) for name in slots]
     if kinds == ["text"]:
-        return {slots[0]: text.strip()} if text.strip() and not any(_is_quantity(w) for w in q_words) else None
+        return {slots[0]: text.strip()} if text.strip() and not any(vocab.is_quantity(w) for w in q_words) else None
     if "text" in kinds:
         return None  # free text next to another slot: no way to tell where one ends
-    numbers = number_spans(text)
+    numbers = vocab.number_spans(text)
     numeric_slots = [name for name, kind in zip(slots, kinds) if kind == "number"]
     split = re.fullmatch(r"(\d+)\s*/\s*(\d+)", numbers[0].strip()) if fraction and len(numbers) == 1 else None
     if split and len(numeric_slots) == 2:
@@ -382,7 +398,7 @@ def _read_stretch(slots: list[str], by_name: dict[str, Param], text: str, q_word
             return None
         out[name] = named[0]
         rest = re.sub(rf"\b{re.escape(named[0])}\b", " ", rest, count=1, flags=re.IGNORECASE)
-    if any(_is_quantity(token) for token, _, _ in _tokens(rest)):
+    if any(vocab.is_quantity(token) for token, _, _ in _tokens(rest, vocab)):
         return None  # a quantity beside the values: "140 or 150", "7 24-inch" read into one slot
     return out
 

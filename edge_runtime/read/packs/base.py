@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from edge_runtime.read.packs import ReadingPackError
+from edge_runtime.read.template_align import AlignWords
 
 if TYPE_CHECKING:
     from edge_runtime.entries.metadata import EntryPoint, Param
@@ -63,6 +64,9 @@ class ReadingPack(ABC):
     #: whether a question reworded beyond the template's alignment is read by the target model at all: a pack
     #: without rules to check a reworded question's final question (what it asks) must not serve it
     reads_reworded: ClassVar[bool] = True
+    #: the words the aligned path compares a question by (template_align.AlignWords); none by default: tokens
+    #: are compared by case only, and only digits and "%" state a quantity
+    align_words: ClassVar[AlignWords] = AlignWords()
 
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
         self.settings: dict[str, Any] = self.validate_settings(settings or {})

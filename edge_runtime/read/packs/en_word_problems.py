@@ -15,7 +15,33 @@ from typing import Any
 
 from edge_runtime.entries.metadata import Param
 from edge_runtime.read import disclaimers, draft, guard, mentions, values
+from edge_runtime.read.english_words import CARDINALS, ONES, TENS, plural_stem
 from edge_runtime.read.packs.base import Guard, ReadingPack, Setting
+from edge_runtime.read.template_align import AlignWords
+
+#: The aligner's English (edge_runtime/read/template_align.py): which words state a quantity, add an operation,
+#: name a unit of time or are too common to mark a swap of roles; "thirty-four" is one token, not "thirty",
+#: "-", "four" (whose hyphen would align with "{n}-pound").
+ALIGN_WORDS = AlignWords(
+    quantity=frozenset({*CARDINALS, "billion", *(
+        "half halves third thirds quarter quarters fourth fourths fifth fifths sixth sixths seventh eighth "
+        "ninth tenth dozen dozens twice thrice double triple quadruple once pair couple percent".split())}),
+    adding=frozenset({"another", "again", "extra", "additional"}),
+    operation=frozenset({"another", "again", "extra", "additional",
+        "also", "additionally", "add", "adds", "added", "plus", "subtract", "subtracts", "minus", "multiply",
+        "multiplies", "divide", "divides", "twist", "times", "twice", "double", "triple", "half", "more", "fewer",
+        "less", "than"}),
+    time_units=frozenset(values.TIME_UNITS),
+    common=frozenset("""a an the of for to and or but in on at by with from into as is are was were be been has have had
+do does did it its he she his her him they them their we our you your i my me this that these those there each
+every all any some many much more most less few how what which who when where if then than so not no also just
+can could will would should may might must per one please""".split()),
+    percent=frozenset({"%", "percent", "pct"}),
+    month_days=values.MONTH_DAYS,
+    compound_number=rf"(?:{'|'.join(TENS)})-(?:{'|'.join(w for w, v in ONES.items() if 0 < v < 10)})\b",
+    stem=plural_stem,
+    number_spans=draft.number_spans,
+)
 
 
 def _share(value: float) -> str | None:
@@ -44,6 +70,7 @@ class EnWordProblems(ReadingPack):
 
     name = "en-word-problems/1"
     SETTINGS = _SETTINGS
+    align_words = ALIGN_WORDS
 
     def __init__(self, settings: Any = None) -> None:
         super().__init__(settings)

@@ -595,3 +595,18 @@ def test_values_read_crossed_from_reordered_statements_are_refused():
 def test_equal_values_are_never_crossed():
     same = SWAPPED.replace("0.5 the number", "2 the number")
     assert make_guard()(TEAM, same, {"members": 105, "offense": 2.0, "special": 2.0}, "aligned") is None
+
+
+def test_a_fraction_word_after_a_count_is_a_constant_of_the_template():
+    """"One-eighth" is a number (0.125), not the weak "one" it was read as: a question that says "one-sixth"
+    instead states another constant; a number two words run together ("days one and two") stays visible."""
+    entry = EntryPoint(
+        id="seats", description="occupied seats",
+        template="There are {rows} rows of {seats} seats. One-eighth of the seats are empty. How many are taken?",
+        params=(Param("rows", "rows", int, 4, minimum=1), Param("seats", "seats per row", int, 8, minimum=1)),
+        root="r", answer_key="answer")
+    values = {"rows": 5, "seats": 16}
+    same = "There are 5 rows of 16 seats. One-eighth of the seats are empty. How many are taken?"
+    assert check(entry, same, values) is None
+    assert check(entry, same.replace("One-eighth", "One-sixth"), values) is not None
+    assert [m.text for m in scan("On days one and two, Mack saw a total of 50 birds.")] == ["one", "two", "50"]
