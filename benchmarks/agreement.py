@@ -31,9 +31,9 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 
 from edge_runtime.bundles.bundle import read_bundle  # noqa: E402
+from edge_runtime.model.lm_engine import LMEngine  # noqa: E402
 from edge_runtime.read.draft import draft_values  # noqa: E402
 from edge_runtime.read.extractor import prompt_parts  # noqa: E402
-from edge_runtime.model.lm_engine import LMEngine  # noqa: E402
 
 Prompt = tuple[str, str, str]  # (prefix, suffix, answer)
 

@@ -44,9 +44,9 @@ import grpc  # noqa: E402
 
 from builder.pipeline import default_key, make_bundle, target_model_dir  # noqa: E402
 from edge_runtime.bundles.bundle import read_bundle  # noqa: E402
-from edge_runtime.serving.client import EdgeClient  # noqa: E402
 from edge_runtime.entries.metadata import format_value  # noqa: E402
 from edge_runtime.proto import edge_pb2 as pb  # noqa: E402
+from edge_runtime.serving.client import EdgeClient  # noqa: E402
 
 WORK = REPO / "build" / "arm64"
 ROOT = WORK / "root"  # set from --work in main()

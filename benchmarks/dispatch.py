@@ -13,16 +13,16 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry  # noqa: E402
-from edge_runtime.route.embedder import OnnxSentenceEmbedder  # noqa: E402
-from edge_runtime.model.instant_lm import InstantTargetLM  # noqa: E402
 from edge_runtime.entries.registry import Registry  # noqa: E402
+from edge_runtime.model.instant_lm import InstantTargetLM  # noqa: E402
+from edge_runtime.route.embedder import OnnxSentenceEmbedder  # noqa: E402
 
 
 def median_us(fn: Callable[[], object], repeats: int) -> float:

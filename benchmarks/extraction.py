@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import math
+import multiprocessing
 import random
 import resource
 import statistics
@@ -42,39 +42,49 @@ from tqdm import tqdm
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edge_runtime.route.embedder import OnnxSentenceEmbedder  # noqa: E402
-from edge_runtime.errors import ExtractionError  # noqa: E402
-from edge_runtime.read.extractor import Extractor  # noqa: E402
-from edge_runtime.model.lm_engine import LMEngine  # noqa: E402
 from edge_runtime.entries.metadata import EntryPoint, Param  # noqa: E402
 from edge_runtime.entries.registry import Registry  # noqa: E402
+from edge_runtime.errors import ExtractionError  # noqa: E402
+from edge_runtime.model.lm_engine import LMEngine  # noqa: E402
+from edge_runtime.read.extractor import Extractor  # noqa: E402
 from edge_runtime.read.prompt_variants import prompt_for  # noqa: E402
+from edge_runtime.route.embedder import OnnxSentenceEmbedder  # noqa: E402
 
 #: Other wordings of the example entries' questions (same slots), written for this benchmark.
 PARAPHRASES: dict[str, list[str]] = {
     "ideal-gas-pressure": [
-        "A {volume} {volume_unit} container holds {moles} mol of ideal gas at {temperature} degrees {temperature_unit}. Find its pressure in kPa.",
-        "Find the pressure in kPa: {moles} mol of gas, temperature {temperature} degrees {temperature_unit}, volume {volume} {volume_unit}.",
+        "A {volume} {volume_unit} container holds {moles} mol of ideal gas at {temperature} degrees {temperature_unit}. Find "
+        "its pressure in kPa.",
+        "Find the pressure in kPa: {moles} mol of gas, temperature {temperature} degrees {temperature_unit}, volume {volume} "
+        "{volume_unit}.",
     ],
     "charles-law-volume": [
-        "At constant pressure, {volume} litres of air at {start_temperature} degrees {temperature_unit} is brought to {end_temperature} degrees {temperature_unit}. What volume in litres does it take up?",
-        "Air starts at {start_temperature} degrees {temperature_unit} in a {volume} litres balloon and ends at {end_temperature} degrees {temperature_unit}; pressure is constant. New volume in litres?",
+        "At constant pressure, {volume} litres of air at {start_temperature} degrees {temperature_unit} is brought to "
+        "{end_temperature} degrees {temperature_unit}. What volume in litres does it take up?",
+        "Air starts at {start_temperature} degrees {temperature_unit} in a {volume} litres balloon and ends at "
+        "{end_temperature} degrees {temperature_unit}; pressure is constant. New volume in litres?",
     ],
     "compound-interest-balance": [
         "What will ${principal} grow to in {years} years at {rate}% per year, compounded {frequency}?",
-        "A saver puts ${principal} into an account paying {rate}% a year compounded {frequency}. How much is there after {years} years?",
+        "A saver puts ${principal} into an account paying {rate}% a year compounded {frequency}. How much is there after "
+        "{years} years?",
     ],
     "parcel-shipping-cost": [
         "What is the postage for a {weight} kg parcel with {contents} going to a {zone} address?",
         "I am shipping {contents} in a parcel that weighs {weight} kg to a {zone} address. How much will it cost?",
     ],
     "recipe-ingredient-scaling": [
-        "To serve {servings} people a recipe needs {quantity} {unit} of {ingredient}. How many {unit} of {ingredient} are needed for {wanted} people?",
-        "My recipe uses {quantity} {unit} of {ingredient} for {servings} servings. How many {unit} of {ingredient} for {wanted} servings?",
+        "To serve {servings} people a recipe needs {quantity} {unit} of {ingredient}. How many {unit} of {ingredient} are "
+        "needed for {wanted} people?",
+        "My recipe uses {quantity} {unit} of {ingredient} for {servings} servings. How many {unit} of {ingredient} for "
+        "{wanted} servings?",
     ],
     "school-trip-cost": [
-        "{students} students and {teachers} teachers visit a museum. Buses seat {seats} each and cost ${bus_price} to hire; student tickets are ${ticket_price} and teachers go free. How many buses, and what is the total cost in dollars?",
-        "For a museum trip with {students} students and {teachers} teachers, each bus holds {seats} people at ${bus_price} per bus, and each student ticket is ${ticket_price} (teachers free). How many buses are needed and what does the trip cost in dollars?",
+        "{students} students and {teachers} teachers visit a museum. Buses seat {seats} each and cost ${bus_price} to hire; "
+        "student tickets are ${ticket_price} and teachers go free. How many buses, and what is the total cost in dollars?",
+        "For a museum trip with {students} students and {teachers} teachers, each bus holds {seats} people at ${bus_price} "
+        "per bus, and each student ticket is ${ticket_price} (teachers free). How many buses are needed and what does the "
+        "trip cost in dollars?",
     ],
 }
 
@@ -125,7 +135,8 @@ def same(expected: dict, got: dict, entry: EntryPoint) -> bool:
     return True
 
 
-def run_set(extractor: Extractor, items: list, record: list[float], keys: list[str] | None = None) -> tuple[float, dict[str, int]]:
+def run_set(extractor: Extractor, items: list, record: list[float],
+            keys: list[str] | None = None) -> tuple[float, dict[str, int]]:
     right = 0
     outcomes: dict[str, int] = {}
     for entry, question, values in items:
@@ -319,7 +330,8 @@ def main() -> None:
     headline = per_recipe[next(iter(per_recipe))]  # the default recipe (or the one artefact)
     figures: dict[str, Any] = {
         key: headline[key]
-        for key in ("lm_path_p50_ms", "lm_path_p90_ms", "agree_or_miss_p50_ms", "decode_policy_p50_ms", "one_pass_p50_ms", "naive_p50_ms",
+        for key in ("lm_path_p50_ms", "lm_path_p90_ms", "agree_or_miss_p50_ms", "decode_policy_p50_ms", "one_pass_p50_ms",
+                    "naive_p50_ms",
                     "model_load_s", "prefix_cache_mb", "agree_or_miss_served", "agree_or_miss_served_precision", "recipe")
     }
     figures["accuracy"] = {"examples_reparam": round(acc_fast, 4), **headline["accuracy"]}
@@ -345,17 +357,20 @@ def main() -> None:
     from rich.table import Table
 
     console = Console()
-    table = Table(title=f"IS2 extraction — SmolLM2-135M, {args.threads} threads, {len(sets['examples_reparam'])} questions per set")
+    table = Table(title=f"IS2 extraction — SmolLM2-135M, {args.threads} threads, {len(sets['examples_reparam'])} questions "
+                        f"per set")
     table.add_column("figure")
     for name in per_recipe:
         table.add_column(name, justify="right")
-    rows = ("lm_path_p50_ms", "lm_path_p90_ms", "agree_or_miss_p50_ms", "decode_policy_p50_ms", "one_pass_p50_ms", "naive_p50_ms",
+    rows = ("lm_path_p50_ms", "lm_path_p90_ms", "agree_or_miss_p50_ms", "decode_policy_p50_ms", "one_pass_p50_ms",
+            "naive_p50_ms",
             "model_load_s", "prefix_cache_mb", "agree_or_miss_served")
     for key in rows:
         table.add_row(key, *(str(per_recipe[n][key]) for n in per_recipe))
     for set_name in headline["accuracy"]:
         table.add_row(escape(f"accuracy[{set_name}]"), *(f"{per_recipe[n]['accuracy'][set_name]:.1%}" for n in per_recipe))
-    table.add_row("precision when served (agree-or-miss)", *(f"{per_recipe[n]['agree_or_miss_served_precision']:.1%}" for n in per_recipe))
+    table.add_row("precision when served (agree-or-miss)",
+                  *(f"{per_recipe[n]['agree_or_miss_served_precision']:.1%}" for n in per_recipe))
     console.print(table)
     console.print(f"template fast path: p50 {figures['fast_path_p50_ms']} ms, accuracy {acc_fast:.1%} {out_fast}")
     if args.gsm_bundle is not None:

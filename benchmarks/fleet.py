@@ -61,9 +61,11 @@ LOAD = [  # template-path questions (no model pass: the load must not be what li
         "If you deposit $2500 at 4% a year compounded monthly, what is the balance after 6 years?",
         "What is the pressure, in kPa, of 3 mol of an ideal gas at 100 degrees celsius held in a 20 litres container?"]
 MISSED = {  # asked of the full devices before the heat: question -> times (a hot class first)
-    "A school takes 230 students and 12 teachers on a trip. Each bus has 50 seats and costs $350 to hire. How much does the bus hire cost in dollars?": 6,
+    "A school takes 230 students and 12 teachers on a trip. Each bus has 50 seats and costs $350 to hire. How much does the "
+    "bus hire cost in dollars?": 6,
     "A hiking club takes 95 members on an outing. Each bus has 40 seats. How many seats are left empty?": 4,
-    "A rectangular garden is 12 metres long and 5 metres wide. Fencing costs $8 per metre. How much does it cost to fence the garden in dollars?": 3,
+    "A rectangular garden is 12 metres long and 5 metres wide. Fencing costs $8 per metre. How much does it cost to fence "
+    "the garden in dollars?": 3,
     "Who painted the ceiling of the Sistine Chapel?": 1,
 }
 

@@ -43,12 +43,12 @@ from builder.eval.answers import answers_match  # noqa: E402
 from builder.eval.querysets import load_query_set  # noqa: E402
 from builder.eval.runner import bundle_model_dir  # noqa: E402
 from edge_runtime.bundles.bundle import read_bundle  # noqa: E402
-from edge_runtime.read.draft import draft_values  # noqa: E402
+from edge_runtime.entries.metadata import EntryPoint  # noqa: E402
 from edge_runtime.errors import ExtractionError  # noqa: E402
+from edge_runtime.read.draft import draft_values  # noqa: E402
 from edge_runtime.read.extractor import Extraction, Extractor  # noqa: E402
 from edge_runtime.read.guard import make_guard, scan  # noqa: E402
 from edge_runtime.read.question_words import sentences  # noqa: E402
-from edge_runtime.entries.metadata import EntryPoint  # noqa: E402
 from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions  # noqa: E402
 
 READERS = ("shipped", "model", "draft", "oracle", "oracle-no-guard")

@@ -27,17 +27,17 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import grpc  # noqa: E402
+from extraction import PARAPHRASES  # noqa: E402
 
 from builder.bundle_build import sample_values  # noqa: E402
 from builder.pipeline import default_key, make_bundle, target_model_dir  # noqa: E402
 from edge_runtime.bundles.bundle import read_bundle  # noqa: E402
-from edge_runtime.serving.client import EdgeClient  # noqa: E402
 from edge_runtime.entries.compiler import LoadedCompiledEntry  # noqa: E402
-from edge_runtime.errors import ExecutionError, TargetModelError  # noqa: E402
 from edge_runtime.entries.metadata import format_value  # noqa: E402
-from edge_runtime.proto import edge_pb2 as pb  # noqa: E402
+from edge_runtime.errors import ExecutionError, TargetModelError  # noqa: E402
 from edge_runtime.options import ModelOptions  # noqa: E402
-from extraction import PARAPHRASES  # noqa: E402
+from edge_runtime.proto import edge_pb2 as pb  # noqa: E402
+from edge_runtime.serving.client import EdgeClient  # noqa: E402
 
 
 def free_port() -> int:
@@ -48,7 +48,8 @@ def free_port() -> int:
 
 def start_server(data_dir: Path, key_pub: Path, bundle: Path | None, model: Path | None, port: int,
                  spin: bool = False, model_runs: int | None = None, rereads: bool = False) -> subprocess.Popen:
-    cmd = [str(REPO / ".venv" / "bin" / "arc-edge"), "serve", "--data-dir", str(data_dir), "--trust", str(key_pub), "--port", str(port)]
+    cmd = [str(REPO / ".venv" / "bin" / "arc-edge"), "serve", "--data-dir", str(data_dir), "--trust", str(key_pub),
+           "--port", str(port)]
     if spin:
         cmd += ["--spin"]
     if rereads:
@@ -260,9 +261,10 @@ def reference_pass_ms(model: Path) -> float:
 
 def update_bytes(model: Path) -> dict:
     """What pushing the example bundle moves over gRPC: first push, and a code-only update (bundle_update.py)."""
+    from bundle_update import measure
+
     from builder.distill import distill_static_embedder
     from builder.pipeline import EMBEDDER_DIR
-    from bundle_update import measure
 
     with tempfile.TemporaryDirectory(prefix="arc-update-bench-") as tmp:
         measured = measure(model, distill_static_embedder(EMBEDDER_DIR), Path(tmp))

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from edge_server_fixtures import example_bundle, make_keys, random_static_embedder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -218,8 +217,8 @@ def test_a_fractional_count_is_refused_in_user_terms():
     """30.5 students: the MISS says a whole number was expected, not a Python repr of a Fraction."""
     from fractions import Fraction
 
-    from edge_runtime.errors import ParameterValidationError
     from edge_runtime.entries.metadata import Param
+    from edge_runtime.errors import ParameterValidationError
 
     with pytest.raises(ParameterValidationError) as caught:
         Param("students", "the number of students", int).validate(Fraction(61, 2))

@@ -18,18 +18,18 @@ from pathlib import Path
 
 import grpc
 import pytest
+from edge_server_fixtures import EXAMPLES, example_bundle, make_keys, random_static_embedder
 
 from builder.fleet.local_registry import LocalRegistry, registry_binary
 from builder.fleet.publish import publish, push_metadata
 from builder.fleet.tuf_repo import TufRepository
-from edge_runtime.serving.client import EdgeClient, decode
 from edge_runtime.fleet import media
 from edge_runtime.fleet.follower import FollowOptions
 from edge_runtime.fleet.misslog_upload import download_misslogs
 from edge_runtime.fleet.registry import RegistryClient
+from edge_runtime.serving.client import EdgeClient, decode
 from edge_runtime.serving.runtime import RuntimeOptions
 from edge_runtime.serving.server import create_server
-from edge_server_fixtures import EXAMPLES, example_bundle, make_keys, random_static_embedder
 
 pytestmark = pytest.mark.skipif(registry_binary() is None, reason="docker-registry missing: run make setup")
 
@@ -204,8 +204,9 @@ def test_expired_metadata_is_refused_with_its_reason(fleet, tmp_path):
 
 def test_health_json_and_follow_health_service(fleet, tmp_path):
     """The follower's state on /health beside /metrics, and a gRPC health service of its own."""
-    from builder.fleet.local_registry import free_port
     from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from builder.fleet.local_registry import free_port
 
     registry = fleet["registry"]
     registry.process or registry.start()

@@ -12,11 +12,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from edge_server_fixtures import example_bundle, make_keys, random_static_embedder
 
 from edge_runtime.serving.client import EdgeClient
 from edge_runtime.serving.runtime import RuntimeOptions
 from edge_runtime.serving.server import create_server
-from edge_server_fixtures import example_bundle, make_keys, random_static_embedder
 
 REPO = Path(__file__).resolve().parents[1]
 NODE_DIR = REPO / "clients" / "node"
@@ -36,7 +36,8 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="`node` (Node.js >= 18) is 
 @pytest.fixture(scope="session")
 def node_modules() -> Path:
     """`npm ci` once per session when the dependencies are not installed (the CI install step)."""
-    installed = all((NODE_DIR / "node_modules" / "@grpc" / name / "package.json").is_file() for name in ("grpc-js", "proto-loader"))
+    installed = all((NODE_DIR / "node_modules" / "@grpc" / name / "package.json").is_file()
+                    for name in ("grpc-js", "proto-loader"))
     if not installed:
         npm = shutil.which("npm")
         if npm is None:
@@ -85,7 +86,8 @@ def test_cli_fast_path_hit_matches_python_client(server):
     assert data["serving_path"] == "template" and data["bundle_name"] == "examples" and data["bundle_version"] == "1"
     assert reply.answer_json and data["answer_json"] == json.loads(reply.answer_json)  # the CLI decodes it
     assert data["parameters_json"] == json.loads(reply.parameters_json)
-    assert data["parameters_json"] == {"moles": 3, "temperature": 100, "temperature_unit": "celsius", "volume": 20, "volume_unit": "litres"}
+    assert data["parameters_json"] == {"moles": 3, "temperature": 100, "temperature_unit": "celsius", "volume": 20,
+                                       "volume_unit": "litres"}
     assert data["result_json"] == json.loads(reply.result_json)
     assert [s["text"] for s in data["narration"]] == [s.text for s in reply.narration]
     assert data["timings"]["total_ms"] > 0

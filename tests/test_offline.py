@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -18,14 +18,16 @@ import time
 from pathlib import Path
 
 import pytest
-
-from builder.bundle_build import build_bundle
-from edge_runtime.serving.client import EdgeClient, decode
 from edge_server_fixtures import EXAMPLES, make_keys, random_static_embedder
 from tiny_llama import tiny_artefact
 
+from builder.bundle_build import build_bundle
+from edge_runtime.serving.client import EdgeClient, decode
+
 REPO = Path(__file__).resolve().parents[1]
-LOCAL = re.compile(r'connect\(\d+, \{sa_family=(AF_UNIX|AF_INET, sin_port=htons\(\d+\), sin_addr=inet_addr\("127\.0\.0\.1"\)|AF_INET6, sin6_port=htons\(\d+\), [^}]*inet_pton\(AF_INET6, "::1"\))')
+LOCAL = re.compile(r'connect\(\d+, \{sa_family=(AF_UNIX|AF_INET, sin_port=htons\(\d+\), '
+                   r'sin_addr=inet_addr\("127\.0\.0\.1"\)|AF_INET6, sin6_port=htons\(\d+\), [^}]*inet_pton\(AF_INET6, '
+                   r'"::1"\))')
 
 
 def free_port() -> int:
@@ -60,11 +62,13 @@ def test_serving_connects_to_nothing_but_loopback(tmp_path, tmp_path_factory):
             while time.time() < deadline and not answered:
                 try:
                     answered.append(decode(client.invoke(
-                        "What is the pressure, in kPa, of 3 mol of an ideal gas at 100 degrees celsius held in a 20 litres container?"
+                        "What is the pressure, in kPa, of 3 mol of an ideal gas at 100 degrees celsius held in a 20 litres "
+                        "container?"
                     )))
                 except Exception:  # noqa: BLE001 - the server is still starting
                     time.sleep(0.2)
-            assert answered and answered[0]["outcome"] == "HIT", server.stderr.read1().decode() if server.poll() is not None else answered
+            why = server.stderr.read1().decode() if server.poll() is not None else answered
+            assert answered and answered[0]["outcome"] == "HIT", why
             # A question off the template exercises the target model (an onnxruntime session) too.
             client.invoke("A 4 litres flask holds 1.5 mol of ideal gas at 30 degrees celsius. What is the pressure in kPa?")
             time.sleep(3)  # onnxruntime's telemetry would fire about a second after a session is created

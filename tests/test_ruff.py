@@ -23,7 +23,7 @@ def _ruff() -> list[str]:
     return [found]
 
 
-def test_ruff_check_passes_on_the_runtime_and_the_builder():
-    run = subprocess.run([*_ruff(), "check", "--no-cache", "edge_runtime", "builder"], cwd=REPO,
+def test_ruff_check_passes_on_the_runtime_the_builder_the_tests_and_the_benchmarks():
+    run = subprocess.run([*_ruff(), "check", "--no-cache", "edge_runtime", "builder", "tests", "benchmarks"], cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -66,7 +66,7 @@ def corpus() -> list[str]:
     return lines
 
 
-def _train_tokenizer(out: Path) -> "object":
+def _train_tokenizer(out: Path) -> object:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tokenizer = Tokenizer(models.BPE())
@@ -125,7 +125,7 @@ def _build_checkpoint(out: Path) -> Path:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _checkpoint(base: str) -> Path:
     return _build_checkpoint(Path(base) / "tiny-llama")
 
@@ -136,7 +136,7 @@ def tiny_llama_dir(base: Path) -> Path:
         return _checkpoint(str(base))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _artefact(base: str, recipe: str) -> Path:
     from builder.target_model import build_target_model
 
@@ -189,10 +189,10 @@ def write_gguf(checkpoint: Path, out: Path) -> Path:
     writer.add_vocab_size(config["vocab_size"])
     writer.add_rope_dimension_count(config["hidden_size"] // config["num_attention_heads"])
 
-    def permute(w: "np.ndarray", heads: int) -> "np.ndarray":  # llama.cpp's rotary layout
+    def permute(w: np.ndarray, heads: int) -> np.ndarray:  # llama.cpp's rotary layout
         return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
-    def add(name: str, array: "np.ndarray", kind: "Q") -> None:
+    def add(name: str, array: np.ndarray, kind: Q) -> None:
         array = array.astype(np.float32)
         writer.add_tensor(name, array if kind == Q.F32 else quantize(array, kind), raw_dtype=kind)
 

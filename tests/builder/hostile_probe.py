@@ -13,8 +13,9 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 API_KEY = "sk-test-secret-in-parent"
 _SEEN = re.compile(r"hostile code ran: (\{[^{}]*\})")

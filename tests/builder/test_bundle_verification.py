@@ -8,16 +8,16 @@ import shutil
 from pathlib import Path
 
 import pytest
+from edge_server_fixtures import EXAMPLES, make_keys, random_static_embedder
 
 from builder.bundle_build import build_bundle
+from edge_runtime.answer.verification import VerificationStatus
 from edge_runtime.bundles.bundle import read_bundle
-from edge_runtime.serving.client import EdgeClient, decode
 from edge_runtime.errors import BundleError
 from edge_runtime.proto import edge_pb2 as pb
+from edge_runtime.serving.client import EdgeClient, decode
 from edge_runtime.serving.runtime import RuntimeOptions
 from edge_runtime.serving.server import create_server
-from edge_runtime.answer.verification import VerificationStatus
-from edge_server_fixtures import EXAMPLES, make_keys, random_static_embedder
 
 GAS = "What is the pressure, in kPa, of 3 mol of an ideal gas at 100 degrees celsius held in a 20 litres container?"
 VERIFIED = {"status": "verified", "detail": "agrees with second on 8 of 8 variants", "sources": ["second"], "variants": 8}
@@ -58,7 +58,8 @@ def test_verified_only_leaves_the_unverified_entries_out(setup) -> None:
     built = build(setup, "2", include_unverified=False)
     bundle = read_bundle(built.path, trusted_keys=[setup["public"]])
     assert list(bundle.entries) == ["ideal-gas-pressure"]
-    assert built.unverified_left_out == len(read_bundle(build(setup, "5", include_unverified=True).path, trusted_keys=[setup["public"]]).entries) - 1
+    everything = read_bundle(build(setup, "5", include_unverified=True).path, trusted_keys=[setup["public"]])
+    assert built.unverified_left_out == len(everything.entries) - 1
 
 
 def test_verified_only_with_nothing_verified_is_a_clear_error(setup, tmp_path) -> None:

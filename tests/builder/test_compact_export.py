@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tiny_llama import write_gguf
 
 from builder.llama_onnx import LINEAR_KINDS, Precision, build_llama_graphs
 from builder.llama_weights import WeightsError, read_gguf, read_hf_checkpoint
 from builder.quant_blocks import BlockQuantized, dense, from_q8_0, quantize_rtn
-from tiny_llama import write_gguf
 
 IDS = [5, 40, 41, 42, 100, 7, 9, 300, 12, 77, 150, 3]
 

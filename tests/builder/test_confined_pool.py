@@ -74,7 +74,8 @@ def test_a_reply_for_another_transcript_or_with_an_unsafe_entry_is_refused(monke
 
     monkeypatch.setattr(pot.Importer, "import_one", forged)
     first, second = pot._results(TRANSCRIPTS[:2], pot.ImportOptions(), workers=1)
-    assert (first.id, first.accepted, first.detail) == ("gsm8k-0000", False, "importer: the worker answered for another transcript")
+    assert (first.id, first.accepted, first.detail) == ("gsm8k-0000", False, "importer: the worker answered for another "
+                                                                             "transcript")
     assert not second.accepted and "unsafe entry" in second.detail and "[import]" in second.detail
 
 

@@ -4,7 +4,6 @@ end-to-end run on the example bundle through a real edge server (no target model
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -260,8 +259,8 @@ def test_the_baselines_reference_answers_are_computed_in_the_devices_sandbox(tmp
     """Entry code is untrusted even in a bundle the evaluation built: the exact cache's and GPTCache's
     reference answers come from a sandboxed worker, never from code run in the evaluating process."""
     from builder.eval.systems import cache_contents
-    from edge_runtime.entries import compiler
     from edge_runtime.bundles.bundle import read_bundle
+    from edge_runtime.entries import compiler
     from tests.edge_server_fixtures import example_bundle, make_keys, random_static_embedder
 
     key, public = make_keys(tmp_path / "keys")

@@ -10,8 +10,15 @@ from pathlib import Path
 import pytest
 
 from builder.finetune import benchmark_queries, load_entries
-from builder.finetune_data import (TokenizerTokens, build_dataset, check, entry_examples, evaluation_queries,
-                                   normalise, split_entries)
+from builder.finetune_data import (
+    TokenizerTokens,
+    build_dataset,
+    check,
+    entry_examples,
+    evaluation_queries,
+    normalise,
+    split_entries,
+)
 from builder.finetune_rewording import TRANSFORMS, number_words, reword
 from edge_runtime.read.extractor import _slot_spec, validate_spans
 from edge_runtime.read.json_constraint import JsonSlotsConstraint

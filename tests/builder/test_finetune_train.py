@@ -74,8 +74,8 @@ def test_checkpoint_and_resume_give_the_uninterrupted_run(checkpoint, tmp_path) 
 
 def test_tuned_artefact_manifest_and_short_prompt(checkpoint, tmp_path) -> None:
     from builder.finetune import find_tuned, finetune
-    from edge_runtime.read.extractor import Extractor
     from edge_runtime.model.lm_engine import LMEngine
+    from edge_runtime.read.extractor import Extractor
     from edge_runtime.read.prompt_variants import short_prompt_parts
 
     artefact = finetune([REPO / "bundles" / "examples"], base=checkpoint, out=tmp_path / "models",

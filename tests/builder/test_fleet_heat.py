@@ -7,24 +7,35 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
-
-from builder.cli import main as arc_build
-from builder.fleet.heat import embedder_from_bundle, heat_rows, rank, read_misslogs
-from builder.llm.stub_server import StubMessagesServer
-from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions
 from edge_server_fixtures import EXAMPLES, example_bundle, make_keys, random_static_embedder
 from test_llm_builder import load_fixture
 
+from builder.cli import main as arc_build
+from builder.fleet.heat import embedder_from_bundle, heat_rows, rank
+from builder.llm.stub_server import StubMessagesServer
+from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions
+
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
-BUS = "A school takes 230 students and 12 teachers on a trip. Each bus has 50 seats and costs $350 to hire. How much does the bus hire cost in dollars?"
-BUS_AGAIN = "A school takes 230 students and 12 teachers on a trip. Each coach has 50 seats and costs $350 to hire. How much does the bus hire cost in dollars?"
+BUS = (
+    "A school takes 230 students and 12 teachers on a trip. Each bus has 50 seats and costs $350 to hire. How much "
+    "does the bus hire cost in dollars?"
+)
+BUS_AGAIN = (
+    "A school takes 230 students and 12 teachers on a trip. Each coach has 50 seats and costs $350 to hire. How much "
+    "does the bus hire cost in dollars?"
+)
 OUTING = "A hiking club takes 95 members on an outing. Each bus has 40 seats. How many seats are left empty?"
-FENCE = "A rectangular garden is 12 metres long and 5 metres wide. Fencing costs $8 per metre. How much does it cost to fence the garden in dollars?"
-NEW_BUS = "A school takes 180 students and 3 teachers on a trip. Each bus has 50 seats and costs $420 to hire. How much does the bus hire cost in dollars?"
+FENCE = (
+    "A rectangular garden is 12 metres long and 5 metres wide. Fencing costs $8 per metre. How much does it cost to "
+    "fence the garden in dollars?"
+)
+NEW_BUS = (
+    "A school takes 180 students and 3 teachers on a trip. Each bus has 50 seats and costs $420 to hire. How much does "
+    "the bus hire cost in dollars?"
+)
 
 
 def misses(questions: dict[str, int]) -> list[dict]:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from edge_runtime.errors import UnsafeCodeError
 from edge_runtime.entries.validator import find_violations, validate_source
+from edge_runtime.errors import UnsafeCodeError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -20,7 +20,6 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
-
 from hostile_probe import API_KEY, assert_confined, bypass_targets, probe_statement, signing_key, write_sitecustomize
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,7 +73,8 @@ def test_import_pot_with_one_worker_runs_hostile_programs_only_confined(bypassed
     question = "Tom has 5 apples and buys 7 more. How many apples does he have?"
     reference = tmp_path / "mini_test.jsonl"
     reference.write_text(json.dumps({"question": question, "answer": "5 + 7 = 12\n#### 12"}) + "\n")
-    code = f'def solution():\n    """{question}"""\n    {probe_statement(marker, secret)}\n    a = 5\n    b = 7\n    return a + b\n'
+    code = (f'def solution():\n    """{question}"""\n    {probe_statement(marker, secret)}\n'
+            '    a = 5\n    b = 7\n    return a + b\n')
     source = tmp_path / "pot.jsonl"
     source.write_text(json.dumps({"code": code}) + "\n")
     out = tmp_path / "registry"

@@ -105,7 +105,8 @@ def test_a_counting_answer_and_a_fraction_are_not_compared(importer: Importer) -
 
 def test_as_solution_reads_both_program_shapes_and_refuses_the_rest() -> None:
     few = as_solution("x = 3\ny = x * 2\nans = y + 1")
-    zero = as_solution("import math\nimport numpy as np\n# Question: ...\ndef solver():\n    x = 3\n    return x * 2\nans = solver()")
+    zero = as_solution("import math\nimport numpy as np\n# Question: ...\ndef solver():\n    x = 3\n    return x * 2\nans = "
+                       "solver()")
     assert "def solution():" in few and few.rstrip().endswith("return ans")
     assert "def solution():" in zero and "numpy" not in zero and "import math" in zero
     assert as_solution("def solver(n):\n    return n\nans = solver(3)") is None  # takes an argument
@@ -175,9 +176,8 @@ def test_a_worked_solution_whose_number_could_be_a_result_or_a_given_is_not_used
 def test_a_given_that_a_worked_solution_repeats_is_one_parameter() -> None:
     """Each step writes the given again ("3 * 20", "4 * 20", "20 + ..."): a variant must change all of them,
     or the solution disagrees with a right entry and the importer freezes a parameter that was fine."""
-    from builder.independent import worked_solution_program
+    from builder.independent import IndependentProgram, worked_solution_program
     from builder.independent_check import bind
-    from builder.independent import IndependentProgram
 
     question = ("Twenty kernels pop in the first minute, then three times that amount in the second. "
                 "In the third minute four times the first minute's number pop. How many pop in all?")

@@ -212,7 +212,8 @@ def test_cost_accounting_matches_the_usage_the_stub_returned(built):
 
 def test_exact_dollars_for_one_call():
     usage = {"input_tokens": 1234, "output_tokens": 567, "cache_creation_input_tokens": 890, "cache_read_input_tokens": 4321}
-    tool = Tool("record_answer", "answer", {"type": "object", "properties": {"answer": {"type": "number"}}, "required": ["answer"]})
+    tool = Tool("record_answer", "answer",
+                {"type": "object", "properties": {"answer": {"type": "number"}}, "required": ["answer"]})
     with StubMessagesServer([{"role": "source", "input": {"answer": 42}, "usage": usage}]) as stub:
         client = LLMClient(config(stub.base_url))
         assert client.ask("source", system="s", prompt="q", tool=tool) == {"answer": 42}
@@ -246,7 +247,8 @@ def test_no_llm_written_code_is_imported_or_run_in_the_builder_process(monkeypat
 
 
 # ---- retries ---------------------------------------------------------------------------------
-ANSWER = Tool("record_answer", "answer", {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]})
+ANSWER = Tool("record_answer", "answer",
+              {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]})
 
 
 def test_retries_on_429_and_500_then_succeeds_with_growing_backoff():

@@ -19,10 +19,10 @@ from builder.pot_import.program import PalProgram
 from builder.pot_import.transcripts import REASONS, Transcript
 from builder.pot_import.verify import ExactEmbedder, Importer, ImportOptions
 from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
-from edge_runtime.errors import ExtractionError
-from edge_runtime.read.extractor import Extractor
 from edge_runtime.entries.registry import Registry
 from edge_runtime.entries.validator import validate_source
+from edge_runtime.errors import ExtractionError
+from edge_runtime.read.extractor import Extractor
 
 DATA = Path("/work/shared/data/gsm8k")
 
@@ -151,7 +151,10 @@ def test_unit_conversion_variable_never_takes_a_question_number(importer):
 
 
 def test_literal_not_in_the_question_stays_constant(importer):
-    q = "Jim earns $10 an hour and works 40 hours. Overtime pays time and a half. He works 5 hours of overtime. How much does he earn?"
+    q = (
+        "Jim earns $10 an hour and works 40 hours. Overtime pays time and a half. He works 5 hours of overtime. How "
+        "much does he earn?"
+    )
     t = transcript(q, """
         wage = 10
         hours = 40
@@ -458,8 +461,8 @@ def test_a_number_the_program_never_reads_becomes_a_free_slot(importer):
     entry, compiled = load_entry(result.source, result.id)
     free = [p for p in entry.params if p.name.startswith("unused")]
     assert len(free) == 1 and "not read by the reasoning" in free[0].description
-    assert "{%s} miles every day" % free[0].name in entry.template
-    assert "load(ctx, %r" % free[0].description not in result.source  # the root never loads it
+    assert f"{{{free[0].name}}} miles every day" in entry.template
+    assert f"load(ctx, {free[0].description!r}" not in result.source  # the root never loads it
     assert answer(entry, compiled, q.replace("walks 3 miles", "walks 5 miles")) == 1  # a free value changes nothing
     assert answer(entry, compiled, q.replace("2 miles on", "4 miles on").replace("walks 3", "walks 5")) == 1.5
 
@@ -654,7 +657,10 @@ def test_a_quantity_answer_never_goes_below_zero(importer):
 
 
 def test_a_unit_fraction_is_one_number_read_as_stated_or_as_its_denominator(importer):
-    q = "He has 32 ounces of water. Small cubes use 1/2 an ounce and big cubes 4 ounces. He makes 8 small and 3 big cubes. How many ounces are left?"
+    q = (
+        "He has 32 ounces of water. Small cubes use 1/2 an ounce and big cubes 4 ounces. He makes 8 small and 3 big "
+        "cubes. How many ounces are left?"
+    )
     t = transcript(q, """
         water = 32
         small = 8

@@ -10,7 +10,17 @@ import pytest
 pytest.importorskip("faker")
 
 from builder.eval.reparam_probe import (  # noqa: E402
-    BOTH, CURRENCY, EXACT, KINDS, NAMES, OBJECTS, WORDS, Names, draw_values, generate, number_word, render, swap_names,
+    CURRENCY,
+    EXACT,
+    KINDS,
+    NAMES,
+    OBJECTS,
+    Names,
+    draw_values,
+    generate,
+    number_word,
+    render,
+    swap_names,
 )
 from edge_runtime.entries.metadata import EntryPoint, Param  # noqa: E402
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tiny_llama import ROPE_THETA
 
 from builder.target_model import ARTEFACT_VERSION, RECIPES, TargetModelBuildError, build_target_model, sha256_of
-from tiny_llama import ROPE_THETA
 
 COMMON_FILES = {"model.onnx", "manifest.json", "tokenizer.json", "chat_template.jinja"}
 ARTEFACT_FILES = {"compact": COMMON_FILES | {"head.onnx", "embedding.npy"}, "optimum": COMMON_FILES | {"lm_head.f16.npy"}}

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from edge_runtime import cli
-from edge_runtime.fleet.options import FollowOptions
 from edge_runtime.flags import from_flags
+from edge_runtime.fleet.options import FollowOptions
 from edge_runtime.model.lm_limits import LMLimits
 from edge_runtime.options import ModelOptions, PipelineOptions, PoolOptions
 from edge_runtime.serving.runtime import RuntimeOptions

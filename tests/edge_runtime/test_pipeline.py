@@ -4,15 +4,15 @@ reading, and a question's path stage to stage."""
 from __future__ import annotations
 
 import pytest
+from fakes import FixedRouter
 
-from edge_runtime.options import PipelineOptions
-from edge_runtime.pipeline import Pipeline
 from edge_runtime.entries.context import NarrationStep
-from edge_runtime.errors import ExtractionError
-from edge_runtime.read.extractor import Extraction, Extractor
 from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.entries.registry import Execution
-from fakes import FixedRouter
+from edge_runtime.errors import ExtractionError
+from edge_runtime.options import PipelineOptions
+from edge_runtime.pipeline import Pipeline
+from edge_runtime.read.extractor import Extraction, Extractor
 
 
 def _entry(entry_id: str, thing: str) -> EntryPoint:

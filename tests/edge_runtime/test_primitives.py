@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
-from typing import Sequence
 
 import pytest
+from fakes import ScriptedTargetLM
 
 from edge_runtime.entries.compiler import compile_entry
 from edge_runtime.entries.context import Context, NarrationStep
 from edge_runtime.entries.conversion import convert
+from edge_runtime.entries.metadata import SemanticFunction
+from edge_runtime.entries.registry import Registry
 from edge_runtime.errors import (
     CompileError,
     ConversionError,
@@ -19,8 +22,7 @@ from edge_runtime.errors import (
     TargetModelError,
     ToolNotAllowedError,
 )
-from edge_runtime.entries.metadata import SemanticFunction
-from edge_runtime.entries.registry import Registry
+from edge_runtime.model.target_lm import TargetLM
 from edge_runtime.semantic import (
     call_function,
     extract,
@@ -29,8 +31,6 @@ from edge_runtime.semantic import (
     load,
     smart_convert,
 )
-from edge_runtime.model.target_lm import TargetLM
-from fakes import ScriptedTargetLM
 
 # --------------------------------------------------------------------------------------------------
 # Context layer isolation

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from edge_runtime.pipeline import Pipeline
-from edge_runtime.entries.context import NarrationStep
+from fakes import FixedRouter
+
 from edge_runtime.answer.currency import in_question_currency, question_currency
-from edge_runtime.read.extractor import Extractor
+from edge_runtime.entries.context import NarrationStep
 from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.entries.registry import Execution
-from fakes import FixedRouter
+from edge_runtime.pipeline import Pipeline
+from edge_runtime.read.extractor import Extractor
 
 TRIP = EntryPoint(
     id="trip", description="a school trip's cost", root="r", answer_key="answer",

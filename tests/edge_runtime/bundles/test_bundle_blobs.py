@@ -18,15 +18,15 @@ from pathlib import Path
 import grpc
 import msgpack
 import pytest
+from edge_server_fixtures import EXAMPLES, example_bundle, make_keys, random_static_embedder
 
 from builder.keys import load_private_key
 from edge_runtime.bundles.bundle import HEADER, MAGIC, read_bundle, signed_message
+from edge_runtime.proto import edge_pb2 as pb
 from edge_runtime.route.bundle_routing import EMBEDDER_TABLE, EMBEDDER_TOKENIZER
 from edge_runtime.serving.client import EdgeClient
-from edge_runtime.proto import edge_pb2 as pb
 from edge_runtime.serving.runtime import RuntimeOptions
 from edge_runtime.serving.server import create_server
-from edge_server_fixtures import EXAMPLES, example_bundle, make_keys, random_static_embedder
 
 QUESTION = "What will $2000 grow to in 5 years at 4% per year, compounded quarterly?"
 

@@ -23,8 +23,8 @@ from builder.bundle import pack_bundle
 from builder.keys import generate_keypair, load_private_key, load_public_key
 from edge_runtime.bundles.bundle import read_bundle
 from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
-from edge_runtime.errors import BundleError, BundleFormatError, IntegrityError, SignatureError
 from edge_runtime.entries.metadata import entry_to_dict
+from edge_runtime.errors import BundleError, BundleFormatError, IntegrityError, SignatureError
 from tests.fakes import ScriptedTargetLM
 
 SIG = 64
@@ -205,7 +205,7 @@ def test_bad_magic_version_and_garbage_are_format_errors(data, signer):
         "garbage": b"PK\x03\x04" + bytes(range(256)) * 4,
         "empty": b"",
     }
-    for what, blob in cases.items():
+    for _what, blob in cases.items():
         with pytest.raises(BundleFormatError):
             read_bundle(blob, trusted_keys=[signer[1]])
     with pytest.raises(BundleFormatError, match="bad magic"):
@@ -350,7 +350,7 @@ def test_signed_malformed_manifests_are_format_errors(compiled, signer):
         "bad key_id": msgpack.packb({**good, "key_id": "0" * 16}),
         "version mismatch": msgpack.packb({**good, "format_version": 2}),
     }
-    for what, body in bodies.items():
+    for _what, body in bodies.items():
         with pytest.raises(BundleFormatError):
             read_bundle(write_raw_bundle(None, payload, signer[0], manifest_bytes=body), trusted_keys=[signer[1]])
 

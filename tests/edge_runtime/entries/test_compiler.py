@@ -7,13 +7,13 @@ import builtins
 from pathlib import Path
 
 import pytest
+from fakes import ScriptedTargetLM
 
 from edge_runtime.entries import sandbox
 from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
-from edge_runtime.errors import CompileError, ExecutionError
 from edge_runtime.entries.registry import Registry
 from edge_runtime.entries.validator import validate_source
-from fakes import ScriptedTargetLM
+from edge_runtime.errors import CompileError, ExecutionError
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "bundles" / "examples"
 HEADER = "from edge_runtime.semantic import Param, do, entry_point, lm, load, narrate, semantic_function\n"

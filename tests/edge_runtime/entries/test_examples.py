@@ -10,8 +10,9 @@ from __future__ import annotations
 import ast
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest

@@ -7,6 +7,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.entries.registry import Registry
 from edge_runtime.errors import (
     AmbiguousReferenceError,
     DefinitionError,
@@ -14,8 +16,6 @@ from edge_runtime.errors import (
     ParameterValidationError,
     UnsafeCodeError,
 )
-from edge_runtime.entries.metadata import EntryPoint, Param
-from edge_runtime.entries.registry import Registry
 
 HEADER = "from edge_runtime.semantic import Param, do, entry_point, load, narrate, semantic_function\n"
 

@@ -9,9 +9,9 @@ import types
 
 import pytest
 
-from edge_runtime.errors import UnsafeCodeError
 from edge_runtime.entries.module_allowlist import MODULE_ATTRIBUTES
 from edge_runtime.entries.validator import ALLOWED_IMPORTS, find_violations, validate_source
+from edge_runtime.errors import UnsafeCodeError
 
 CLEAN = textwrap.dedent(
     '''
@@ -88,7 +88,8 @@ def test_every_allowlisted_attribute_is_a_public_non_module_attribute(module: st
         "import math as m\n\n\ndef f(x):\n    return m.ceil(x) + m.pi\n",
         "import datetime\n\n\ndef f():\n    return datetime.datetime(2020, 1, 1) + datetime.timedelta(days=2)\n",
         "from datetime import timedelta\nfrom fractions import Fraction\nX = Fraction(1, 3)\n",
-        "import decimal\n\n\ndef f(x):\n    return decimal.Decimal(x).quantize(decimal.Decimal('0.01'), rounding=decimal.ROUND_HALF_UP)\n",
+        "import decimal\n\n\ndef f(x):\n    return decimal.Decimal(x).quantize(decimal.Decimal('0.01'), "
+        "rounding=decimal.ROUND_HALF_UP)\n",
         "import re\n\n\ndef f(s):\n    return re.findall(r'[0-9]+', s, re.IGNORECASE)\n",
         "def f(p):\n    return p._asdict()\n",
         "def f(xs):\n    try:\n        return max(xs)\n    except ValueError:\n        return None\n",

@@ -7,8 +7,8 @@ import ast
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_runtime.errors import UnsafeCodeError
 from edge_runtime.entries.validator import find_violations, validate_source
+from edge_runtime.errors import UnsafeCodeError
 
 _NAMES = st.sampled_from(["x", "_sys", "__globals__", "ctx", "load", "getattr", "math", "f", "_", "__class__"])
 _LEAVES = st.one_of(
@@ -23,7 +23,8 @@ def _extend(children: st.SearchStrategy[ast.expr]) -> st.SearchStrategy[ast.expr
         st.builds(ast.Call, func=children, args=st.lists(children, max_size=3), keywords=st.just([])),
         st.builds(ast.BinOp, left=children, op=st.sampled_from([ast.Add(), ast.Mult(), ast.Pow()]), right=children),
         st.builds(ast.Subscript, value=children, slice=children, ctx=st.just(ast.Load())),
-        st.builds(ast.Lambda, args=st.just(ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])), body=children),
+        st.builds(ast.Lambda, body=children,
+                  args=st.just(ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]))),
         st.builds(ast.List, elts=st.lists(children, max_size=3), ctx=st.just(ast.Load())),
     )
 

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import ScriptedTargetLM
 
 from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
+from edge_runtime.entries.registry import Execution, Registry
 from edge_runtime.errors import (
     DeadlineExceededError,
     ExecutionError,
@@ -28,11 +30,9 @@ from edge_runtime.errors import (
     WorkerCrashedError,
     WorkerPoolClosedError,
 )
-from edge_runtime.entries.registry import Execution, Registry
-from edge_runtime.model.target_lm import TargetLM
 from edge_runtime.execute.wire import MAX_REPLY_BYTES, _load_reply, _ProtocolError
 from edge_runtime.execute.worker_pool import WorkerPool
-from fakes import ScriptedTargetLM
+from edge_runtime.model.target_lm import TargetLM
 
 HEADER = "import re\n\nfrom edge_runtime.semantic import Param, entry_point, invoke_tool, load, narrate, semantic_function\n"
 

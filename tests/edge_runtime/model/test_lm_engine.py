@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tiny_llama import chatml
 
 from edge_runtime.errors import TargetModelError
 from edge_runtime.model.lm_engine import LMEngine
 from edge_runtime.model.onnx_target_lm import OnnxTargetLM
-from tiny_llama import chatml
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -123,7 +123,8 @@ def test_prefix_cache_hit_returns_the_identical_state(tiny_fp32):
 
 def test_prefix_cache_lru_eviction_respects_the_byte_budget(tiny_fp32):
     probe = LMEngine(tiny_fp32)
-    prefixes = [probe.encode(text) for text in ("Ship seven boxes by air today", "Convert twelve litres into millilitres", "Send half a dozen crates of 40 mol")]
+    prefixes = [probe.encode(text) for text in (
+        "Ship seven boxes by air today", "Convert twelve litres into millilitres", "Send half a dozen crates of 40 mol")]
     prefixes = [p[:5] for p in prefixes]  # equal lengths: equal state sizes
     assert all(len(p) == 5 for p in prefixes) and len({tuple(p) for p in prefixes}) == 3
     one = probe.forward(prefixes[0]).state.nbytes
@@ -200,7 +201,8 @@ def test_tokens_within(engine):
     for char in "0123456789.,":
         assert engine.encode(char)[0] in found
     vocab = engine.tokenizer.get_vocab_size()
-    expected = [t for t in range(vocab) if (text := engine.tokenizer.decode([t], skip_special_tokens=False)) and set(text) <= set(charset)]
+    expected = [t for t in range(vocab)
+                if (text := engine.tokenizer.decode([t], skip_special_tokens=False)) and set(text) <= set(charset)]
     assert found == expected
     assert all(set(engine.token_text(t)) <= set(charset) for t in found)
     assert engine.eos_id not in found
@@ -308,9 +310,9 @@ def test_concurrent_runs_must_be_positive(tiny_fp32):
 
 
 def test_a_damaged_model_fails_clearly_in_either_mode(tiny_fp32, tmp_path):
+    from edge_runtime.entries.metadata import EntryPoint, Param
     from edge_runtime.errors import ExtractionError
     from edge_runtime.read.extractor import Extractor
-    from edge_runtime.entries.metadata import EntryPoint, Param
 
     copy = tmp_path / "damaged"
     shutil.copytree(tiny_fp32, copy)
@@ -422,7 +424,8 @@ def test_choose_picks_the_option_with_the_most_likely_whole_answer(engine):
             answer = engine.encode(option) + end
             hidden = engine.forward(ids + answer).hidden[len(ids) - 1 : -1]  # row j predicts answer token j
             logits = engine.full_logits(hidden).astype(np.float64)
-            log_probs = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) - logits.max(-1, keepdims=True)
+            top = logits.max(-1, keepdims=True)
+            log_probs = logits - np.log(np.exp(logits - top).sum(-1, keepdims=True)) - top
             scores.append(sum(log_probs[j, t] for j, t in enumerate(answer)))
         assert lm.choose(prompt, options) == options[int(np.argmax(scores))]
     assert lm.choose("Which unit?", ["only"]) == "only"

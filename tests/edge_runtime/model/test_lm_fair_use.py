@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
+from edge_runtime.entries.registry import Registry
 from edge_runtime.errors import DeadlineExceededError, ExecutionError, LMDeadlineError, LMLimitError
+from edge_runtime.execute.worker_pool import WorkerPool
 from edge_runtime.model.lm_engine import LMEngine
 from edge_runtime.model.lm_limits import LMLimits
 from edge_runtime.model.onnx_target_lm import OnnxTargetLM
-from edge_runtime.entries.registry import Registry
-from edge_runtime.execute.worker_pool import WorkerPool
 
 HEADER = "from edge_runtime.semantic import Param, entry_point, lm, load, narrate, semantic_function\n"
 
@@ -50,7 +51,8 @@ ENTRIES = {
     "ask_briefly": ("Ask the model about a short text", '    n = len(lm(ctx, "Summarise", "Ship twelve boxes by sea")) * 0 + n'),
     "ask_at_length": ("Ask the model about an enormous text", '    n = len(lm(ctx, "Summarise", "boxes by sea " * 1200)) + n'),
     "add_one": ("Add one to a whole number without the model", "    n = n + 1"),
-    "reach_for_the_model": ("Reach for the model object behind the context", "    n = ctx.target_lm.generate('x', max_new_tokens=512)"),
+    "reach_for_the_model": ("Reach for the model object behind the context", "    n = ctx.target_lm.generate('x', "
+                                                                             "max_new_tokens=512)"),
 }
 
 

@@ -11,7 +11,8 @@ def test_a_clause_that_calls_its_number_irrelevant_goes_and_the_rest_stays_as_wr
     question = ("She sold a third of her 30 vacuums at the green house, then baked 12 cupcakes for a fair, which is "
                 "irrelevant to her sales.  She sold 2 more to the red house. How many are left?")
     aside = set_aside_disclaimed(question)
-    assert aside.question == "She sold a third of her 30 vacuums at the green house.  She sold 2 more to the red house. How many are left?"
+    assert aside.question == ("She sold a third of her 30 vacuums at the green house.  She sold 2 more to the red house. "
+                              "How many are left?")
     assert aside.removed == ("then baked 12 cupcakes for a fair", "which is irrelevant to her sales")
 
 
@@ -138,5 +139,6 @@ def test_what_a_set_aside_number_counts_is_checked_against_the_template():
     assert counts_what_template_counts(gravel, template) == "gravel"
     maple = set_aside_disclaimed("The bamboo grows 30 inches a day. She also has a maple tree that grows 2 inches a "
                                  "day. Ignoring the maple tree, in how many days will the bamboo be 600 inches tall?")
-    assert counts_what_template_counts(maple, "The bamboo grows {a} inches a day. In how many days will it be {b} inches?") is None
+    bamboo = "The bamboo grows {a} inches a day. In how many days will it be {b} inches?"
+    assert counts_what_template_counts(maple, bamboo) is None
     assert counts_what_template_counts(maple, "A maple tree grows {a} inches a day. In how many days ...?") == "maple"

@@ -15,16 +15,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tiny_llama import chatml
 
+from builder.target_model import DEFAULT_RECIPE
+from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
+from edge_runtime.model.lm_engine import LMEngine
 from edge_runtime.read.draft import draft_values
-from edge_runtime.errors import ExtractionError, TargetModelError
 from edge_runtime.read.extractor import Extraction, Extractor, example_spans, prompt_parts, validate_spans
 from edge_runtime.read.json_constraint import JsonSlotsConstraint
-from edge_runtime.model.lm_engine import LMEngine
-from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.read.param_values import read_param
-from builder.target_model import DEFAULT_RECIPE
-from tiny_llama import chatml
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -401,7 +401,7 @@ def test_out_of_domain_value_through_the_fast_path_and_the_model(engine, use_dra
     text = question.strip()
     substrings = {text[i:j] for i in range(len(text)) for j in range(i + 1, len(text) + 1)}
     for span in substrings:
-        with pytest.raises(Exception):
+        with pytest.raises(ParameterValidationError):
             read_param(SHIP.param("count"), span)
     with pytest.raises(ExtractionError) as info:
         Extractor(engine, use_draft=use_draft, on_disagreement="decode").extract(SHIP, question)
@@ -441,7 +441,8 @@ FAST = [
         {"moles": 12.0, "temperature": 1200.0, "temperature_unit": "fahrenheit", "volume": 5.0, "volume_unit": "litres"},
     ),
     (
-        "What is the pressure, in kPa, of a dozen mol of an ideal gas at -40 degrees fahrenheit held in a 2 millilitres container?",
+        "What is the pressure, in kPa, of a dozen mol of an ideal gas at -40 degrees fahrenheit held in a 2 millilitres "
+        "container?",
         {"moles": 12.0, "temperature": -40.0, "temperature_unit": "fahrenheit", "volume": 2.0, "volume_unit": "millilitres"},
     ),
     (
@@ -618,7 +619,8 @@ def test_a_value_cannot_close_inside_a_number_of_the_question(engine):
                 Param("count", "number of boxes", type=int, original=21, minimum=1, maximum=100)),
         root="ship boxes",
     )
-    decoded = _ClosesEarly(engine, use_fast_path=False, on_disagreement="decode")._with_model(entry, "By sea, please ship 21 boxes.")
+    decoded = _ClosesEarly(engine, use_fast_path=False, on_disagreement="decode")._with_model(entry, "By sea, please ship 21 "
+                                                                                                     "boxes.")
     assert decoded.spans == {"mode": "sea", "count": "21"}
 
 

@@ -7,15 +7,15 @@ import re
 from dataclasses import replace
 
 import pytest
+from fakes import FixedRouter
 
-from edge_runtime.pipeline import Pipeline
 from edge_runtime.entries.context import NarrationStep
+from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.entries.registry import Execution
+from edge_runtime.pipeline import Pipeline
 from edge_runtime.read.extractor import Extraction, Extractor
 from edge_runtime.read.guard import GuardConfig, ReasoningGuard, check, make_guard, scan
 from edge_runtime.read.question_words import asked_noun, target_clause
-from edge_runtime.entries.metadata import EntryPoint, Param
-from edge_runtime.entries.registry import Execution
-from fakes import FixedRouter
 
 DUCKS = EntryPoint(
     id="ducks",
@@ -56,7 +56,8 @@ def test_a_true_rephrase_passes():
 
 def test_numbers_written_as_words_and_with_separators_are_bound():
     entry = EntryPoint(
-        id="salary", description="savings", template="Ann earns ${pay} a month and saves {share}% of it. How much does she save in a year?",
+        id="salary", description="savings", template="Ann earns ${pay} a month and saves {share}% of it. How much does she "
+                                                     "save in a year?",
         params=(Param("pay", "monthly pay", float, 2000.0), Param("share", "percent saved", float, 10.0)), root="r",
     )
     question = "Ann earns $2,500.00 a month and saves twenty percent of it. How much does she save in a year?"
@@ -215,8 +216,8 @@ def test_the_answerer_misses_with_reasoning_changed_before_running_the_entry(gua
 
 
 def test_reasoning_changed_is_a_miss_reason_of_the_contract():
-    from edge_runtime.proto import edge_pb2 as pb
     from edge_runtime.answer.response import MISS_REASONS
+    from edge_runtime.proto import edge_pb2 as pb
 
     assert MISS_REASONS["reasoning_changed"] == pb.REASONING_CHANGED == 9
 
@@ -329,7 +330,8 @@ def test_an_answer_outside_the_entrys_declared_domain_is_a_miss_not_an_answer(de
 
         answerer = Pipeline(name="t", version="1", digest="d", entries={"e": entry}, modules={"e": ""},
                             router=None, threshold=0.5, extractor=_Extractor(), executor=executor, guard=None)
-        served = answerer.answer("A juggler can juggle 80 balls. Half of the balls are golf balls. How many golf balls are there?")
+        served = answerer.answer("A juggler can juggle 80 balls. Half of the balls are golf balls. How many golf balls are "
+                                 "there?")
         assert served.hit is hit, served
         if not hit:
             assert served.miss_reason == "answer_out_of_domain" and shown in served.miss_detail
@@ -476,7 +478,8 @@ def test_a_percent_slot_is_not_stated_by_a_plain_number():
 
 
 def test_a_percent_is_not_read_as_a_plain_number():
-    entry = EntryPoint(id="grow", description="growth", template="A plant is {h} cm tall and grows {g} times its height. How tall is it?",
+    entry = EntryPoint(id="grow", description="growth", template="A plant is {h} cm tall and grows {g} times its height. How "
+                                                                 "tall is it?",
                        params=(Param("h", "height", float, 10.0), Param("g", "growth factor", float, 2.0)), root="r")
     refusal = check(entry, "A plant is 10 cm tall and grows by 5% of its height. How tall is it?", {"h": 10.0, "g": 5.0})
     assert refusal is not None and "as a percent" in refusal
@@ -505,11 +508,16 @@ def test_a_value_restated_with_an_adding_word_is_an_added_operation():
 def test_an_unexplained_number_compared_with_another_is_an_added_operation():
     entry = EntryPoint(
         id="ages", description="ages in a ratio",
-        template="Darrell and Allen's ages are in the ratio of {d}:{a}. If their total age now is {total}, calculate Allen's age {years} years from now.",
-        params=(Param("d", "Darrell's share", int, 7), Param("a", "Allen's share", int, 11), Param("total", "total age", int, 162),
+        template="Darrell and Allen's ages are in the ratio of {d}:{a}. If their total age now is {total}, calculate Allen's "
+                 "age {years} years from now.",
+        params=(Param("d", "Darrell's share", int, 7), Param("a", "Allen's share", int, 11),
+                Param("total", "total age", int, 162),
                 Param("years", "years ahead", int, 10)), root="r", answer_key="answer")
     values = {"d": 7, "a": 11, "total": 172, "years": 10}
-    question = "Darrell and Allen's ages are in the ratio of 7:11. If their total age now is 10 less than 172, calculate Allen's age 10 years from now."
+    question = (
+        "Darrell and Allen's ages are in the ratio of 7:11. If their total age now is 10 less than 172, calculate "
+        "Allen's age 10 years from now."
+    )
     refusal = check(entry, question, values)
     assert refusal is not None and "'10'" in refusal
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.errors import TargetModelError
 from edge_runtime.read.extractor import prompt_parts
-from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.read.prompt_variants import prompt_for, short_prompt_parts
 
 GAS = EntryPoint("gas", "pressure", "What is the pressure of {moles} mol at {temperature} K?",

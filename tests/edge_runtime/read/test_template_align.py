@@ -53,7 +53,8 @@ def test_anything_else_declines(question):
 
 def test_choice_slots_accept_only_their_choices():
     template = "Ship {n} boxes by {mode} to the warehouse."
-    params = (Param(name="n", description="boxes", type=int, original=2), Param(name="mode", description="mode", type=str, original="air", choices=("air", "sea")))
+    params = (Param(name="n", description="boxes", type=int, original=2),
+              Param(name="mode", description="mode", type=str, original="air", choices=("air", "sea")))
     assert aligned_values(template, params, "Please ship 9 boxes by sea to the warehouse.") == {"n": "9", "mode": "sea"}
     assert aligned_values(template, params, "Please ship 9 boxes by train to the warehouse.") is None
 
@@ -103,7 +104,8 @@ def test_the_final_question_may_not_ask_for_what_the_template_gives():
 
 def test_a_repeated_slot_must_read_one_value():
     template = "A {n}-item quiz has {n} questions and {k} answers."
-    params = (Param(name="n", description="items", type=int, original=60), Param(name="k", description="answers", type=int, original=3))
+    params = (Param(name="n", description="items", type=int, original=60),
+              Param(name="k", description="answers", type=int, original=3))
     assert aligned_values(template, params, "A 30-item quiz has 30 questions and 4 answers.") == {"n": "30", "k": "4"}
     assert aligned_values(template, params, "A 30-item quiz has 31 questions and 4 answers.") is None
 
@@ -180,14 +182,19 @@ SUPPLIES_PARAMS = tuple(Param(name=n, description=n, type=float, original=o, min
 def test_names_trading_places_throughout_is_a_consistent_swap_of_roles():
     swapped = "Eric bought 16 notebooks which cost $2.25 each and 8 pens which cost $18.5 each. How much did he spend on pens?"
     # the final question follows the swap: it asks for the second item's spending, as the template does
-    assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, swapped) == {"pens": "16", "pen_cost": "2.25", "books": "8", "book_cost": "18.5"}
+    assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, swapped) == {
+        "pens": "16", "pen_cost": "2.25", "books": "8", "book_cost": "18.5"}
     # the final question does not follow it: it asks for the first item's spending now
     assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, swapped.replace("on pens", "on notebooks")) is None
 
 
 def test_a_chain_of_renames_must_reach_the_final_question():
-    chained = "Eric bought 16 notebooks which cost $2.25 each and 8 markers which cost $18.5 each. How much did he spend on markers?"
-    assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, chained) == {"pens": "16", "pen_cost": "2.25", "books": "8", "book_cost": "18.5"}
+    chained = (
+        "Eric bought 16 notebooks which cost $2.25 each and 8 markers which cost $18.5 each. How much did he spend on "
+        "markers?"
+    )
+    assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, chained) == {
+        "pens": "16", "pen_cost": "2.25", "books": "8", "book_cost": "18.5"}
     # the question still asks about notebooks, which it gave the pens' role: another question
     assert aligned_values(SUPPLIES, SUPPLIES_PARAMS, chained.replace("on markers", "on notebooks")) is None
 

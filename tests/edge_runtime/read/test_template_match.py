@@ -118,7 +118,10 @@ def test_slots_separated_by_a_space_split_at_a_space():
 
 def test_choices_anchor_the_split_between_adjacent_slots():
     units = {"volume_unit": ("litres", "millilitres", "cubic metres")}
-    question = "What is the pressure, in kPa, of 2 mol of an ideal gas at 25 degrees celsius held in a 3 1/2 cubic metres container?"
+    question = (
+        "What is the pressure, in kPa, of 2 mol of an ideal gas at 25 degrees celsius held in a 3 1/2 cubic metres "
+        "container?"
+    )
     assert match_template(GAS, question)["volume"] == "3"  # without choices the first slot is the shortest
     found = match_template(GAS, question, units)
     assert (found["volume"], found["volume_unit"]) == ("3 1/2", "cubic metres")

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from edge_runtime.errors import ConversionError
+from edge_runtime.errors import ConversionError, DefinitionError
 from edge_runtime.read.values import Quantity, parse_number, parse_quantity
 
 F = Fraction
@@ -122,8 +122,8 @@ def test_quantity_is_immutable():
 
 
 def test_a_reciprocal_reading_and_its_rendering():
+    from edge_runtime.entries.metadata import Param, declared_params, param_from_dict
     from edge_runtime.errors import ParameterValidationError
-    from edge_runtime.entries.metadata import Param, param_from_dict, declared_params
     from edge_runtime.read.param_values import read_param
 
     divisor = Param("share", "the share, as a divisor", float, 2.0, minimum=0, exclusive_minimum=True, reading="reciprocal")
@@ -135,15 +135,15 @@ def test_a_reciprocal_reading_and_its_rendering():
         read_param(divisor, "zero")
     assert param_from_dict(declared_params([divisor])[0]) == divisor
     assert Param("x", "x", float, 0.5).text(1 / 3) == "1/3" and Param("x", "x", float, 0.5).text(0.25) == "0.25"
-    with pytest.raises(Exception):
+    with pytest.raises(DefinitionError):
         Param("n", "n", int, 2, reading="reciprocal")  # a reciprocal is not a whole number
 
 
 def test_an_entrys_answer_minimum_travels_in_bundle_data_and_is_checked():
     from dataclasses import replace
 
-    from edge_runtime.errors import DefinitionError
     from edge_runtime.entries.metadata import EntryPoint, Param, entry_from_dict, entry_to_dict
+    from edge_runtime.errors import DefinitionError
 
     entry = EntryPoint(id="e", description="d", template="{n} eggs", params=(Param("n", "eggs", int, 3),), root="r",
                        answer_key="answer", answer_minimum=0.0)

@@ -18,8 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from edge_runtime.serving.client import EdgeClient
 from edge_runtime.errors import ServerBindError
+from edge_runtime.serving.client import EdgeClient
 from edge_runtime.serving.runtime import RuntimeOptions
 from edge_runtime.serving.server import TlsFiles, create_server
 from tests.edge_server_fixtures import example_bundle, make_keys, random_static_embedder

@@ -16,9 +16,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from edge_runtime.serving.client import EdgeClient, target
 from edge_runtime.errors import ServerBindError
 from edge_runtime.proto import edge_pb2 as pb
+from edge_runtime.serving.client import EdgeClient, target
 from edge_runtime.serving.runtime import RuntimeOptions
 from edge_runtime.serving.server import ADMIN_METHODS, SERVICE_NAME, create_server
 from tests.edge_server_fixtures import example_bundle, make_keys, random_static_embedder
@@ -138,7 +138,8 @@ def test_malformed_bytes_are_invalid_argument_on_every_rpc(server, built, data):
         serve_v(owner, built["v1"])
     methods = pb.DESCRIPTOR.services_by_name["EdgeCache"].methods
     query = grpc.insecure_channel(f"127.0.0.1:{server.port}")
-    owner_channel = grpc.secure_channel(f"unix:{server.admin_socket}", grpc.local_channel_credentials(grpc.LocalConnectionType.UDS))
+    owner_channel = grpc.secure_channel(f"unix:{server.admin_socket}",
+                                        grpc.local_channel_credentials(grpc.LocalConnectionType.UDS))
     try:
         for method in methods:
             channel = owner_channel if method.name in ADMIN_METHODS else query
@@ -207,7 +208,7 @@ def test_a_stored_bundle_id_is_never_overwritten(server, built):
         before = (server.runtime.bundles_dir / "examples-2.arcb").read_bytes()
         assert owner.push(built["v2"]).staged.bundle_id == "examples-2"  # the same bytes again: fine
         with pytest.raises(grpc.RpcError) as info:
-            owner.push(built["v2-other-bytes"]).staged
+            _ = owner.push(built["v2-other-bytes"]).staged
         assert info.value.code() == grpc.StatusCode.ALREADY_EXISTS
         assert "never overwritten" in info.value.details()
         assert (server.runtime.bundles_dir / "examples-2.arcb").read_bytes() == before
@@ -218,7 +219,7 @@ def test_pinned_names_refuse_other_bundles_of_the_same_key(tmp_path, built):
     try:
         with admin(edge) as owner:
             with pytest.raises(grpc.RpcError) as info:
-                owner.push(built["v1"]).staged
+                _ = owner.push(built["v1"]).staged
             assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
             assert "'examples' refused" in info.value.details()
     finally:

@@ -4,12 +4,12 @@ guard: the draft is served only where the guard would pass it, and without a gua
 from __future__ import annotations
 
 import pytest
+from edge_server_fixtures import example_bundle, make_keys, random_static_embedder
 
-from edge_runtime.serving.client import EdgeClient
 from edge_runtime.options import PipelineOptions
+from edge_runtime.serving.client import EdgeClient
 from edge_runtime.serving.runtime import RuntimeOptions
 from edge_runtime.serving.server import create_server
-from edge_server_fixtures import example_bundle, make_keys, random_static_embedder
 
 
 @pytest.fixture(scope="module")

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import json
-import shutil
 import threading
 import urllib.request
 from pathlib import Path
 
 import grpc
 import pytest
+from edge_server_fixtures import example_bundle, make_keys, random_static_embedder
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from edge_runtime.serving.client import EdgeClient, decode
-from edge_runtime.entries.compiler import LoadedCompiledEntry
 from edge_runtime.bundles.bundle import read_bundle
-from edge_runtime.proto import edge_pb2 as pb
+from edge_runtime.entries.compiler import LoadedCompiledEntry
 from edge_runtime.options import PoolOptions
+from edge_runtime.proto import edge_pb2 as pb
+from edge_runtime.serving.client import EdgeClient, decode
 from edge_runtime.serving.runtime import RuntimeOptions
 from edge_runtime.serving.server import SERVICE_NAME, create_server
-from edge_server_fixtures import example_bundle, make_keys, random_static_embedder
 
 GAS = "What is the pressure, in kPa, of 3 mol of an ideal gas at 100 degrees celsius held in a 20 litres container?"
 
@@ -78,11 +76,13 @@ def test_fast_path_hit_matches_direct_execution(server, built):
     assert data["outcome"] == "HIT" and data["serving_path"] == "template" and data["entry_id"] == "ideal-gas-pressure"
     bundle = read_bundle(built["v1"], trusted_keys=[built["public"]])
     entry = bundle.entries["ideal-gas-pressure"]
-    values = entry.validate({"moles": 3, "temperature": 100, "temperature_unit": "celsius", "volume": 20, "volume_unit": "litres"})
+    values = entry.validate({"moles": 3, "temperature": 100, "temperature_unit": "celsius", "volume": 20,
+                             "volume_unit": "litres"})
     direct = LoadedCompiledEntry(bundle.modules["ideal-gas-pressure"]).run(values)
     assert data["result"] == direct.result and data["answer"] == direct.result["pressure in kilopascals"]
     assert data["narration"] == [s.text for s in direct.narration]
-    assert data["parameters"] == {"moles": 3.0, "temperature": 100.0, "temperature_unit": "celsius", "volume": 20.0, "volume_unit": "litres"}
+    assert data["parameters"] == {"moles": 3.0, "temperature": 100.0, "temperature_unit": "celsius", "volume": 20.0,
+                                  "volume_unit": "litres"}
     assert data["bundle"] == "examples-1" and data["timings_ms"]["total"] > 0
 
 
@@ -167,7 +167,7 @@ def test_refused_bundles_leave_the_active_one_serving(server, built, tmp_path):
         activate(client, built["v1"])
         for bad, kind in ((truncated, "BundleFormatError"), (flipped, "IntegrityError"), (built["foreign"], "SignatureError")):
             with pytest.raises(grpc.RpcError) as info:
-                client.push(bad).staged
+                _ = client.push(bad).staged
             assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             assert kind in info.value.details()
         with pytest.raises(grpc.RpcError) as info:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import socket
 
 import pytest
+from edge_server_fixtures import example_bundle, make_keys, random_static_embedder
 
 from builder.llm.stub_server import StubMessagesServer
 from edge_runtime.serving.client import EdgeClient, decode
 from edge_runtime.serving.runtime import EdgeRuntime, RuntimeOptions
 from edge_runtime.serving.server import create_server
 from edge_runtime.serving.upstream import UpstreamConfig, UpstreamConfigError
-from edge_server_fixtures import example_bundle, make_keys, random_static_embedder
 
 GAS = "What is the pressure, in kPa, of 3 mol of an ideal gas at 100 degrees celsius held in a 20 litres container?"
 UNRELATED = "Who painted the Mona Lisa?"

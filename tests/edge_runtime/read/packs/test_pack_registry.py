@@ -75,7 +75,8 @@ def test_the_registry_is_lazy():
     code = (
         "import sys, edge_runtime, edge_runtime.serving.runtime, edge_runtime.pipeline, edge_runtime.read.extractor, "
         "edge_runtime.bundles.bundle\n"
-        "print(sorted(m for m in sys.modules if m.startswith('edge_runtime.read.packs.') and m != 'edge_runtime.read.packs.base'))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('edge_runtime.read.packs.') and m != "
+        "'edge_runtime.read.packs.base'))\n"
         "from edge_runtime.read.packs import load_pack\n"
         "load_pack({'pack': 'plain/1'})\n"
         "print(sorted(m for m in sys.modules if m.startswith('edge_runtime.read.packs.')))\n"
