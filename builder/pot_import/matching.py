@@ -200,6 +200,14 @@ def compound_word(question: str, mention: Mention) -> bool:
     return mention.kind == "word" and re.match(r"-[A-Za-z]", question[mention.end:mention.end + 2]) is not None
 
 
+def fraction_piece(question: str, mention: Mention) -> bool:
+    """The "4" of "3/4ths", the "2" of "2/5": a part of a fraction the question states, which a literal reads only
+    when no number stated whole ("four windows each") fits as well."""
+    if mention.kind != "digits" or mention.stated is None or mention.stated[:2] == (mention.start, mention.end):
+        return False
+    return "/" in question[mention.stated[0]:mention.stated[1]]
+
+
 def all_names(func: ast.FunctionDef) -> set[str]:
     return {n.id for n in ast.walk(func) if isinstance(n, ast.Name)} | {
         a.arg for n in ast.walk(func) if isinstance(n, ast.arguments) for a in n.args

@@ -22,6 +22,7 @@ from builder.pot_import.matching import (
     UNIT_CONSTANTS,
     all_names,
     compound_word,
+    fraction_piece,
     hyphenated_measure,
     lifted_form,
     literal_form,
@@ -66,7 +67,7 @@ def plan_parameters(
             probe = Literal(**{**lit.__dict__, "value": value})
             lit.excluded = unit_name(probe)
     pool = [lit for lit in program.literals if not lit.excluded]
-    candidates = _candidates(question, pool, mentions, restored)
+    candidates = _candidates(question, pool, mentions, restored, program.func)
     assigned, taken = _assign(candidates, program, mentions)
     _lift_conversions(question, pool, mentions, restored, assigned, taken)
     params, constants, unexplained = _params_of(question, program, restored, assigned, structural_words)
@@ -112,9 +113,10 @@ def _restored_values(question: str, program: PalProgram, variant: str, docstring
 
 
 def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Mention],
-                restored: dict[int, Any]) -> list[list[Any]]:
+                restored: dict[int, Any], func: ast.FunctionDef) -> list[list[Any]]:
     """Step 2's pairs [score, literal, mention, form, value] a literal may read, best first."""
     plain_values = {m.value for m in mentions if not m.money}
+    fractions = _written_fractions(func, pool, restored)
     candidates = []
     for lit in pool:
         value = float(restored.get(lit.id, lit.value))
@@ -130,6 +132,10 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
                 continue  # "/ 60" next to "60%", "+ 1" next to "1 dog": arithmetic, not that mention
             score = (sim - (0.3 if mention.kind == "structural" else 0) - (0.2 if form != "value" else 0)
                      - (0.5 if compound_word(question, mention) else 0))
+            if fraction_piece(question, mention):  # "3/4ths" the program writes "* 3 / 4": those literals read it
+                written = re.fullmatch(r"(\d+)\s*/\s*(\d+)", question[mention.stated[0]:mention.stated[1]])
+                pair = (float(written[1]), float(written[2])) if written else None
+                score += 1.0 if pair is not None and fractions.get(id(lit.node)) == pair else -0.3
             candidates.append([score, lit, mention, form, value])
     # ties: keep the order of same-valued literals and mentions ("3 sprints 3 times a week")
     rank_l: dict[int, int] = {}
@@ -145,6 +151,24 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
         -c[0], 0 if c[1].direct else 1, abs(rank_l[c[1].id] - rank_m[(c[4], c[2].index)]), c[1].order, c[2].index,
     ))
     return candidates
+
+
+def _written_fractions(func: ast.FunctionDef, pool: Sequence[Literal],
+                       restored: dict[int, Any]) -> dict[int, tuple[float, float]]:
+    """id of each literal node written as a fraction of two literals ("3 / 4", "x * 3 / 4") -> (numerator,
+    denominator): a fraction the question states ("3/4ths") is those two literals, not another "4" of the question."""
+    nodes = {id(lit.node): lit for lit in pool}
+    out: dict[int, tuple[float, float]] = {}
+    for node in ast.walk(func):
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and id(node.right) in nodes):
+            continue
+        left = node.left
+        numerator = left.right if isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mult) else left
+        if id(numerator) in nodes:
+            num, den = nodes[id(numerator)], nodes[id(node.right)]
+            pair = (float(restored.get(num.id, num.value)), float(restored.get(den.id, den.value)))
+            out[id(numerator)] = out[id(node.right)] = pair
+    return out
 
 
 def _assign(candidates: Sequence[list[Any]], program: PalProgram,

@@ -66,7 +66,8 @@ class AlignWords:
 
     The rules of the module docstring are structural; which words state a quantity, add an operation, name a
     unit of time or are too common to mark a swap is the language's. Empty (the default, ``plain/1``), the
-    aligner compares tokens by case only, and only digits and "%" are quantities."""
+    aligner compares tokens by case only, only digits and "%" are quantities, and it takes a question only where
+    its words are the template's and the values alone differ (``renames``)."""
 
     quantity: frozenset[str] = frozenset()  # words that state a quantity ("three", "half", "dozen")
     adding: frozenset[str] = frozenset()  # words that add an operation without a number ("another")
@@ -78,6 +79,9 @@ class AlignWords:
     compound_number: str = ""  # a regex for a number word written with a hyphen, one token ("thirty-four")
     stem: Callable[[str], str] = str.lower  # how a word longer than three letters is compared (plural endings)
     number_spans: Callable[[str], list[str]] = _digit_spans  # the number-like spans of a text, in order
+    #: whether a word outside the slots may be renamed ("Benny" → "Michael"): only with words to tell a rename from a
+    #: changed quantity ("twice" → "thrice") or an added operation ("also"); without them, only the values may differ
+    renames: bool = False
 
     @cached_property
     def token(self) -> re.Pattern[str]:
@@ -140,6 +144,8 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *,
                                  vocab)
         if values is not None:
             return values
+    if not vocab.renames:
+        return None  # the alignment by shape exists for renames
     shape_ops = _shape_opcodes(t_norm, q_norm, vocab)
     if shape_ops == by_word or not _renames_one_to_one(t_norm, q_norm, shape_ops, vocab, by_shape=True):
         return None
@@ -177,6 +183,8 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         q_words = [t for t, _, _ in q_tokens[j1:j2]]
         if any(vocab.is_quantity(w) for w in words):
             return None  # a constant of the reasoning sits in a changed stretch: it changed or moved
+        if not vocab.renames and [vocab.norm(w) for w in words] != [vocab.norm(w) for w in q_words if not vocab.is_quantity(w)]:
+            return None  # a word changed, and the pack has no words to tell a rename from another quantity
         q_plain = [w for w in q_words if not vocab.is_quantity(w)]
         pairs = [(vocab.norm(a), vocab.norm(b)) for a, b in zip(words, q_plain)] if len(q_plain) == len(words) else []
         changed = {(a, b) for a, b in pairs if a != b and a.isalpha() and a not in vocab.common}

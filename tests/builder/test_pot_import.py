@@ -821,3 +821,20 @@ def test_a_size_written_as_a_dimension_is_not_the_count_or_the_price(by):
     """)))
     texts = {p.name: q[p.mention.start - 1:p.mention.end] for p in plan.params}
     assert texts["two_by_four_count"].strip() == "ten" and texts["two_by_four_cost"] == "$10"  # not "4 x 10"
+
+
+def test_a_fraction_the_question_states_is_the_program_s_fraction_not_another_number_of_the_same_value():
+    """"3/4ths" (one number to the device, 3 and 4 to a program that writes ``* 3 / 4``) binds those two literals;
+    ``student_windows = 4`` reads "four windows each", not the 4 of the fraction, though both are 4."""
+    q = ("She smashes a quarter of the students' cars' windows and 3/4ths of the teachers' cars' windows. If there "
+         "are 64 students' cars with four windows each and 32 teachers' cars with two windows each, how many "
+         "windows does she smash?")
+    program_text = (f'def solution():\n    """{q}"""\n    student_cars = 64\n    student_windows = 4\n'
+                    '    teacher_cars = 32\n    teacher_windows = 2\n'
+                    '    student_smashed = student_cars * student_windows / 4\n'
+                    '    teacher_smashed = teacher_cars * teacher_windows * 3 / 4\n'
+                    '    return student_smashed + teacher_smashed\n')
+    plan = plan_parameters(q, PalProgram(program_text))
+    read = {p.name: q[p.mention.start:p.mention.end] for p in plan.params}
+    assert read["student_windows"] == "four"
+    assert sorted(text for text in read.values() if text in ("3", "4")) == ["3", "4"]  # the fraction's two pieces

@@ -41,6 +41,7 @@ can could will would should may might must per one please""".split()),
     compound_number=rf"(?:{'|'.join(TENS)})-(?:{'|'.join(w for w, v in ONES.items() if 0 < v < 10)})\b",
     stem=plural_stem,
     number_spans=draft.number_spans,
+    renames=True,
 )
 
 

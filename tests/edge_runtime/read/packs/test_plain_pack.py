@@ -90,20 +90,24 @@ class _NoEngine:
 
 def test_the_aligner_reads_with_the_pack_s_words():
     """The aligned path's English (number words, "another", time units, common words) is the default pack's;
-    plain/1's aligner has none: a number word is a word that may be renamed, and a slot holds digits only."""
+    plain/1's aligner has none, so it cannot tell a rename from a changed quantity ("twice" → "thrice"): it takes
+    a question only where the words are the template's and the values alone differ."""
     from edge_runtime.read.template_align import AlignWords, aligned_values
 
-    assert PLAIN.align_words == AlignWords() and not PLAIN.align_words.quantity and not PLAIN.align_words.common
-    assert "twice" in EN.align_words.quantity and "another" in EN.align_words.adding
-    template = "Tom buys {n} red pens at twice the price of a pencil. How many pens does Tom have?"
+    assert PLAIN.align_words == AlignWords() and not PLAIN.align_words.quantity and not PLAIN.align_words.renames
+    assert "twice" in EN.align_words.quantity and "another" in EN.align_words.adding and EN.align_words.renames
+    template = "Tom buys {n} red pens at twice the price of a pencil.  How many pens does Tom have?"
     params = (Param(name="n", description="pens", type=int, original=4),)
-    reworded = "Ann buys 6 red pens at twice the price of a pencil. How many pens does Ann have?"
+    spaced = "Tom buys 6 red pens at twice the price of a pencil. How many pens does Tom have?"
     for pack in (PLAIN, EN):
-        assert aligned_values(template, params, reworded, words=pack.align_words) == {"n": "6"}
-    changed = "Ann buys 6 red pens at thrice the price of a pencil. How many pens does Ann have?"
-    assert aligned_values(template, params, changed, words=EN.align_words) is None  # a constant changed
-    assert aligned_values(template, params, changed) is None  # no words named: the default pack's
-    assert aligned_values(template, params, changed, words=PLAIN.align_words) == {"n": "6"}  # plain/1: a word renamed
-    worded = "Ann buys six red pens at twice the price of a pencil. How many pens does Ann have?"
+        assert aligned_values(template, params, spaced, words=pack.align_words) == {"n": "6"}
+    renamed = spaced.replace("Tom", "Ann")
+    assert aligned_values(template, params, renamed, words=EN.align_words) == {"n": "6"}
+    assert aligned_values(template, params, renamed) == {"n": "6"}  # no words named: the default pack's
+    assert aligned_values(template, params, renamed, words=PLAIN.align_words) is None
+    changed = renamed.replace("twice", "thrice")
+    for pack in (PLAIN, EN):  # a constant changed: the default pack knows "thrice"; plain/1 takes no changed word
+        assert aligned_values(template, params, changed, words=pack.align_words) is None
+    worded = spaced.replace("6", "six")
     assert aligned_values(template, params, worded, words=EN.align_words) == {"n": "six"}
     assert aligned_values(template, params, worded, words=PLAIN.align_words) is None  # no digits in the slot
