@@ -27,10 +27,15 @@ class PipelineOptions:
     """How a question goes through the stages (edge_runtime/pipeline.py)."""
 
     top_k: int = option(3, flag="--top-k", help="candidates the embedding router proposes (IS1)")
+    # The aligned path, not the skeleton score, decides: over the dev sets, the reparam and reword probes, the
+    # unrelated and added-clause sets it took no other entry's template among the top ten skeleton candidates at any
+    # score (tested against 90 000 pairs; docs/benchmarks.md, *The skeleton search ranks, the aligner decides*). A
+    # short question whose objects, units and verbs are all renamed scores low on bigrams while still ranking its
+    # own template first, so the floor only skips templates that share next to no phrasing.
     skeleton_min_score: float = option(
-        0.25, flag="--skeleton-min-score",
-        help="least skeleton score at which an entry is tried on the model-free paths (template, aligned: both "
-             "strict, so this is permissive)")
+        0.05, flag="--skeleton-min-score",
+        help="least skeleton score at which one of the search's top candidates is tried on the model-free paths "
+             "(template, aligned: both strict, so this is permissive)")
     skeleton_model_score: float = option(
         0.5, flag="--skeleton-model-score",
         help="least skeleton score at which an entry the embedding router missed is also read by the model")

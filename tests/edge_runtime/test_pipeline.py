@@ -209,3 +209,38 @@ def test_each_stage_imports_only_the_stages_before_it():
     for i, stage in enumerate(order):
         later = {f"edge_runtime.{s}.stage" for s in order[i + 1:]} | {"edge_runtime.pipeline"}
         assert not reachable(graph, f"edge_runtime.{stage}.stage") & later, stage
+
+
+# ---- the skeleton search ranks, the aligned path decides ------------------------------------------------------
+def _robe_bundle() -> dict[str, EntryPoint]:
+    def entry(entry_id: str, template: str) -> EntryPoint:
+        return EntryPoint(id=entry_id, description=entry_id, root=entry_id, answer_key="answer", template=template,
+                          params=(Param("a", "first", int, 2, minimum=0), Param("b", "second", int, 1, minimum=0)))
+
+    return {
+        "robe": entry("robe", "A robe takes {a} bolts of blue fiber and {b} bolts of white fiber. How many bolts in "
+                              "total does it take?"),
+        "eggs": entry("eggs", "Janet's ducks lay {a} eggs per day and she eats {b} of them. How many eggs are left?"),
+        "buses": entry("buses", "A school takes {a} students to a museum in {b} buses. How many students ride in "
+                                "each bus?"),
+    }
+
+
+def test_a_question_with_every_object_renamed_is_read_on_the_aligned_path_below_the_old_floor():
+    entries = _robe_bundle()
+    question = "A scarf takes 3 skeins of red yarn and 2 skeins of green yarn. How many skeins in total does it take?"
+    answerer = _guarded(set_aside=False, entries=entries)
+    top = answerer.route.skeleton.search(question, k=1, min_score=0.0)[0]
+    assert top.entry_id == "robe" and top.score < 0.25  # ranked first, yet under the floor a bigram score suggests
+    answer = answerer.answer(question)
+    assert answer.hit and answer.entry_id == "robe" and answer.path == "aligned" and answer.answer == 5
+    strict = Pipeline(name="t", version="1", digest="d", entries=entries, modules={k: "" for k in entries},
+                      router=None, threshold=0.5, extractor=Extractor(None), executor=answerer.execute.executor,
+                      options=PipelineOptions(skeleton_min_score=0.25))
+    assert not strict.answer(question).hit  # what the old floor did: the right template was never tried
+
+
+def test_a_low_scoring_candidate_that_is_not_the_question_is_still_refused_by_the_aligner():
+    answer = _guarded(set_aside=False, entries=_robe_bundle()).answer(
+        "A scarf takes 3 skeins of red yarn and 2 skeins of green yarn. How many more red skeins than green are there?")
+    assert not answer.hit
