@@ -77,6 +77,9 @@ class AlignWords:
     percent: frozenset[str] = frozenset({"%"})  # spellings of percent, compared as one
     month_days: Mapping[str, int] = field(default_factory=dict)  # a month's name states its days
     compound_number: str = ""  # a regex for a number word written with a hyphen, one token ("thirty-four")
+    #: the words that only pose a question about a quantity ("how many", "what is the number of", "did"): a final
+    #: question whose other words are the template's, in order, asks for the same thing however it is posed
+    question_frame: frozenset[str] = frozenset()
     stem: Callable[[str], str] = str.lower  # how a word longer than three letters is compared (plural endings)
     number_spans: Callable[[str], list[str]] = _digit_spans  # the number-like spans of a text, in order
     #: whether a word outside the slots may be renamed ("Benny" → "Michael"): only with words to tell a rename from a
@@ -222,6 +225,10 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
                 return None  # a repeated slot reads two different values
     if not names_one_to_one and any((b, a) in swapped for a, b in swapped):
         return None  # two template words traded places: the values' roles swapped
+    q_words_all = [t for t, _, _ in q_tokens]
+    if in_target and _asks_the_same(t_norm[target_start:], [vocab.norm(t) for t in q_words_all[_target_start(q_words_all):]],
+                                    renamed, vocab):
+        in_target = []  # posed another way ("What is the number of boxes that Marie did order?"), the same question
     # One-to-one names already keep the final question on the template's roles: a template name it
     # uses in another place is renamed away everywhere else.
     elsewhere = set() if names_one_to_one else {w for w in t_norm[:target_start] if w.isalpha() and w not in vocab.common}
@@ -351,6 +358,21 @@ def _target_start(t_tokens: list[str]) -> int:
     last = asked[-1] if asked else (ends[-1] if ends else len(t_tokens))
     before = [i for i in ends if i < last]
     return before[-1] + 1 if before else 0
+
+
+def _asks_the_same(t_final: list[str], q_final: list[str], renamed: set[tuple[str, str]], vocab: AlignWords) -> bool:
+    """The final questions (normalised tokens) differ only in how they pose the question: without the words of
+    its frame, the question's words are the template's in the same order, each the same word or the rename the
+    question made before its final question. A word the rest of the question renamed away that the final
+    question keeps would ask for the other role, so it does not count as the same."""
+    if not vocab.question_frame:
+        return False
+    frame = {vocab.norm(w) for w in vocab.question_frame}
+    asked = [w for w in t_final if not w.startswith(_SLOT) and w.isalpha() and w not in frame]
+    posed = [w for w in q_final if w.isalpha() and w not in frame and not vocab.is_quantity(w)]
+    renamed_away = {t for t, q in renamed if t != q}
+    return len(asked) == len(posed) and all(
+        (a == b and a not in renamed_away) or (a, b) in renamed for a, b in zip(asked, posed))
 
 
 def _content(words: list[str], vocab: AlignWords) -> tuple[str, ...]:

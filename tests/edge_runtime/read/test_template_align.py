@@ -273,3 +273,39 @@ def test_a_fraction_the_template_writes_as_two_slots_is_read_as_its_two_numbers(
     question = "There are 80 ballots. The winner got 2/5 of the ballots. How many ballots did the loser get?"
     assert aligned_values(template, params, question) == {"total": "80", "num": "2", "den": "5"}
     assert aligned_values(template, params, question.replace("2/5", "0.4")) is None  # one number for two slots
+
+
+MARIE = ("Marie ordered {meals} chicken meals that cost ${meal_cost} each and some boxes of pizza. Marie paid a "
+         "total of ${total}. How many boxes of pizza did Marie order if each box costs ${box_cost}?")
+MARIE_PARAMS = tuple(Param(name=n, description=n, type=float, original=o, minimum=0)
+                     for n, o in (("meals", 1), ("meal_cost", 12), ("total", 50), ("box_cost", 8.5)))
+MARIE_STATED = "Marie ordered 2 chicken meals that cost $10 each and some boxes of pizza. Marie paid a total of $60. "
+
+
+@pytest.mark.parametrize("asked", [
+    "What is the number of boxes of pizza that Marie did order if each box costs $8?",
+    "What is the total number of boxes of pizza Marie did order if each box costs $8?",
+])
+def test_the_final_question_posed_another_way_asks_the_same(asked):
+    assert aligned_values(MARIE, MARIE_PARAMS, MARIE_STATED + asked) == {
+        "meals": "2", "meal_cost": "10", "total": "60", "box_cost": "8"}
+
+
+@pytest.mark.parametrize("asked", [
+    "What is the number of chicken meals that Marie did order if each box costs $8?",  # another thing asked for
+    "What is the number of boxes of pizza that Marie did not order if each box costs $8?",  # negated
+    "What is the number of more boxes of pizza that Marie did order if each box costs $8?",  # a comparison
+    "What is the number of boxes of pizza that Marie did order or eat if each box costs $8?",  # a word added
+])
+def test_a_final_question_posed_another_way_must_keep_every_word_that_says_what_it_asks(asked):
+    assert aligned_values(MARIE, MARIE_PARAMS, MARIE_STATED + asked) is None
+
+
+def test_the_frame_does_not_let_a_word_renamed_away_come_back_in_the_final_question():
+    template = ("Sam buys {a} apples and {b} pears. How many apples does Sam buy?")
+    params = (Param(name="a", description="apples", type=int, original=3), Param(name="b", description="pears",
+                                                                                 type=int, original=4))
+    assert aligned_values(template, params, "Sam buys 5 plums and 6 pears. What is the number of plums that Sam "
+                                            "does buy?") == {"a": "5", "b": "6"}
+    assert aligned_values(template, params, "Sam buys 5 plums and 6 pears. What is the number of apples that Sam "
+                                            "does buy?") is None
