@@ -52,7 +52,8 @@ OBJECTS = "objects"
 CURRENCY = "currency"
 ALL = "names + objects + currency + number words"
 REORDERED = "statements reordered"
-KINDS = (EXACT, NAMES, WORDS, BOTH, OBJECTS, CURRENCY, ALL, REORDERED)
+PHRASES = "names + objects as two-word names"
+KINDS = (EXACT, NAMES, WORDS, BOTH, OBJECTS, CURRENCY, ALL, REORDERED, PHRASES)
 
 #: Countable things a count can be of (singular, plural): the probe's own list, unrelated to any reader's.
 _THINGS = tuple(tuple(p.split("/")) for p in """marble/marbles sticker/stickers pencil/pencils cookie/cookies
@@ -62,6 +63,13 @@ muffin/muffins cupcake/cupcakes lemon/lemons peach/peaches plum/plums carrot/car
 tomato/tomatoes notebook/notebooks folder/folders magnet/magnets lantern/lanterns kite/kites bottle/bottles
 jar/jars basket/baskets blanket/blankets towel/towels scarf/scarves glove/gloves sock/socks hat/hats
 chair/chairs table/tables lamp/lamps plate/plates bowl/bowls spoon/spoons fork/forks cup/cups""".split())
+#: Things named in two words, as GSM-Symbolic's templates rename "pens" to "colored pencils" and "sugar cubes" to
+#: "peppermints": renames of another word count break the word bigrams a skeleton index matches on.
+_THING_PHRASES = tuple(tuple(p.replace("_", " ").split("/")) for p in """paper_cup/paper_cups glass_jar/glass_jars
+toy_car/toy_cars comic_book/comic_books tennis_ball/tennis_balls gift_card/gift_cards candy_bar/candy_bars
+rubber_duck/rubber_ducks party_hat/party_hats water_bottle/water_bottles coffee_mug/coffee_mugs
+flower_pot/flower_pots picture_frame/picture_frames sea_shell/sea_shells golf_ball/golf_balls
+photo_album/photo_albums hair_clip/hair_clips key_chain/key_chains tea_bag/tea_bags cereal_box/cereal_boxes""".split())
 #: Words after a number that are units, times, money or collectives, not objects: renaming them would change the
 #: reasoning ("33 pairs of shoes" counts shoes two at a time), so the probe never does.
 _NOT_OBJECTS = frozenset("""feet foot inches inch yards yard miles mile meters metres meter metre centimeters
@@ -131,9 +139,9 @@ def _singular(plural: str) -> str:
     return plural[:-1]
 
 
-def swap_objects(template: str, rng: random.Random) -> str | None:
+def swap_objects(template: str, rng: random.Random, things: tuple[tuple[str, ...], ...] = _THINGS) -> str | None:
     """``template`` with each plural noun that directly follows a slot ("{k} eggs") renamed throughout, singular
-    and plural, to another countable thing; None if no slot counts a plain noun."""
+    and plural, to another countable thing of ``things``; None if no slot counts a plain noun."""
     nouns = [m.group(1) for m in re.finditer(r"\{\w+\} ([a-z]{3,}s)\b", template)
              if m.group(1) not in _NOT_OBJECTS]
     nouns = list(dict.fromkeys(nouns))
@@ -142,7 +150,7 @@ def swap_objects(template: str, rng: random.Random) -> str | None:
     present = set(re.findall(r"[a-z]+", template.lower()))
     mapping: dict[str, str] = {}
     for plural in nouns:
-        pool = [t for t in _THINGS if t[0] not in present and t[1] not in present and t[1] not in mapping.values()]
+        pool = [t for t in things if t[0] not in present and t[1] not in present and t[1] not in mapping.values()]
         if not pool:
             return None
         singular, other = rng.choice(pool)
@@ -303,6 +311,10 @@ def generate(entries: Iterable[EntryPoint], ask: Callable[[EntryPoint, str, dict
         reordered = reorder_statements(entry.template, random.Random(f"{seed}:{entry.id}:reorder"))
         if reordered is not None:
             out.append(make(render(entry, values, False, rng, reordered)[0], REORDERED))
+        phrased = swap_objects(entry.template, random.Random(f"{seed}:{entry.id}:phrases"), _THING_PHRASES)
+        if phrased is not None:
+            text = render(entry, values, False, rng, phrased)[0]
+            out.append(make(swap_names(text, names, random.Random(f"{seed}:{entry.id}:phrases-names")) or text, PHRASES))
     return out
 
 

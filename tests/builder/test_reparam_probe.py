@@ -100,7 +100,7 @@ def test_a_slot_inside_a_fraction_or_a_price_keeps_its_digits() -> None:
 
 
 def test_a_counted_object_is_renamed_throughout_with_its_article_and_units_are_not() -> None:
-    from builder.eval.reparam_probe import swap_currency, swap_objects
+    from builder.eval.reparam_probe import _THING_PHRASES, swap_currency, swap_objects
 
     template = "Janet's ducks lay {a} eggs a day. She eats an egg and walks {m} miles. Each egg sells for ${p}."
     out = swap_objects(template, random.Random(0))
@@ -110,6 +110,11 @@ def test_a_counted_object_is_renamed_throughout_with_its_article_and_units_are_n
     article = "an" if singular[0] in "aeiou" else "a"
     assert f"eats {article} {singular}" in out and f"Each {singular} sells" in out
     assert swap_objects("She walks {m} miles in {h} hours.", random.Random(0)) is None
+    two_words = swap_objects(template, random.Random(0), _THING_PHRASES)  # GSM-Symbolic's renames of another length
+    assert two_words is not None and "egg" not in two_words
+    named = two_words.split("{a} ")[1].split(" a day")[0]  # "paper cups" ... "a paper cup"
+    singular = {plural: single for single, plural in _THING_PHRASES}[named]
+    assert len(named.split()) == 2 and f"eats a {singular}" in two_words and f"Each {singular} sells" in two_words
     assert swap_currency("A pen is $3 and a pad $2.5.", random.Random(0)) in (
         "A pen is €3 and a pad €2.5.", "A pen is £3 and a pad £2.5.")
     assert swap_currency("A pen is $3, or 300 cents.", random.Random(0)) is None  # "cents" would then be wrong
