@@ -8,6 +8,11 @@ numbers the way the entry's own program is: both programs' literals are mapped t
 mentions by :func:`builder.pot_import.planner.plan_parameters`, so a variant's value for a mention goes
 to whichever literal each program reads it from.
 
+When no independent program reads every number the entry varies, the programs that read the most of
+them check it *within a scope*: the numbers a program does not read keep their original values on every
+variant, and an agreement verifies the entry for questions that keep them (``Verification.fixed``; the
+device answers outside it as unverified, or misses in a verified-only bundle).
+
 A disagreement names the parameters involved (varying one at a time): the importer keeps them
 constant and tries again (MiniCache's reflection), and rejects the entry when no parameter can be
 blamed. An entry with no usable independent program is accepted as ``unverified``; whether a bundle
