@@ -156,3 +156,20 @@ def test_gsm8k_0241_is_not_verified_by_its_worked_solutions_coincidence(importer
     record = verified(result)
     assert record["status"] == "unverified", record
     assert "2 person" in record["detail"]
+
+
+def test_run_import_counts_the_entries_verified_within_a_scope(tmp_path: Path) -> None:
+    from builder.pot_import.batch import run_import
+
+    reference = tmp_path / "ref.jsonl"
+    reference.write_text(json.dumps({"question": SHOP, "answer": "#### 11"}) + "\n", encoding="utf-8")
+    pal = tmp_path / "pal.jsonl"
+    code = 'def solution():\n    """' + SHOP + '"""\n    ' + SHOP_RIGHT.replace("\n", "\n    ") + "\n"
+    pal.write_text(json.dumps({"input": SHOP, "code": code, "target": 11}) + "\n", encoding="utf-8")
+    independent = tmp_path / "second.jsonl"
+    independent.write_text(json.dumps({"question": SHOP, "gold": 11, "executed": 11,
+                                       "program": "pens = 8\npencils = 3\nans = pens + pencils"}) + "\n", encoding="utf-8")
+    summary = run_import(pal, reference, tmp_path / "reg", workers=1, independent=[independent])
+    assert summary["accepted"] == 1 and summary["verified"] == 1 and summary["verified_within_scope"] == 1
+    meta = json.loads((tmp_path / "reg" / "entries" / "_meta" / "ref-0000.json").read_text())
+    assert meta["verification"]["fixed"] == ["packs", "per"]
