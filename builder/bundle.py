@@ -75,6 +75,7 @@ def pack_bundle(
     blob_files: Mapping[str, bytes] | None = None,
     blob_dir: Path | None = None,
     reading: Mapping[str, Any] | None = None,
+    verification_policy: str | None = None,
 ) -> Path:
     """Write ``out_dir/NAME-VERSION.arcb`` and return its path.
 
@@ -84,6 +85,11 @@ def pack_bundle(
 
     ``verification``: entry id -> its verification record (builder.verification), attested in the
     signed manifest; an entry without one is listed as unverified.
+
+    ``verification_policy``: what was packed, ``"verified-only"`` or ``"include-unverified"``
+    (edge_runtime.bundles.bundle), attested in the manifest: a device serving a verified-only bundle
+    misses a question outside an entry's verified scope instead of answering it as unverified. None
+    leaves the field out (a device then treats the bundle as including unverified entries).
 
     ``reading``: the manifest's ``{pack, settings}`` (edge_runtime/read/packs), checked here as a device would;
     None leaves the field out (the device's default pack, en-word-problems/1).
@@ -139,6 +145,8 @@ def pack_bundle(
         "public_key": public.hex() if public is not None else None,
         "key_id": key_id(public) if public is not None else None,
     }
+    if verification_policy is not None:
+        manifest["verification_policy"] = verification_policy
     if reading is not None:
         try:
             manifest["reading"] = load_pack(reading).manifest()

@@ -13,6 +13,7 @@ from builder.confined_build import compile_confined, read_sources
 from builder.negatives import GENERAL_NEGATIVES
 from builder.verification import Verification
 from edge_runtime.answer.verification import VerificationStatus
+from edge_runtime.bundles.bundle import INCLUDE_UNVERIFIED, VERIFIED_ONLY
 from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.errors import BundleError
 from edge_runtime.route.bundle_routing import SHARED_ROUTING_FILES, routing_files
@@ -119,7 +120,7 @@ def build_bundle(
         out_dir, name=name, version=version, compiled=compiled, private_key_path=private_key,
         extra_files=inline, routing=routing, target_model_dir=target_model_dir,
         verification={entry_id: v.to_dict() for entry_id, v in verification.items()}, blob_files=shared,
-        reading=reading,
+        reading=reading, verification_policy=INCLUDE_UNVERIFIED if include_unverified else VERIFIED_ONLY,
     )
     progress(f"wrote {path} ({path.stat().st_size} bytes; routing table and tokenizer in {path.parent / 'blobs'}, "
              f"{sum(len(v) for v in shared.values())} bytes, sent to a device once)")

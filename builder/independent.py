@@ -34,6 +34,9 @@ class IndependentProgram:
 
     source: str  # where it came from (the file's stem, e.g. ``pot_codex_fewshot``)
     code: str
+    #: The solution's own words, when it has any (a GSM8K worked solution): what they say each number
+    #: counts tells a binding by value that only coincides (builder.prose_units).
+    prose: str = ""
 
 
 def as_solution(program: str) -> str | None:
@@ -289,9 +292,10 @@ def load_worked_solutions(reference_file: str | Path, reference: ReferenceIndex)
         row = reference.rows[i] if i < len(reference.rows) else None
         if row is None:
             continue
-        code = worked_solution_program(str(record.get("answer", "")), row.gold, row.question)
+        answer = str(record.get("answer", ""))
+        code = worked_solution_program(answer, row.gold, row.question)
         if code is not None:
-            out[i] = (IndependentProgram(WORKED_SOLUTION, code),)
+            out[i] = (IndependentProgram(WORKED_SOLUTION, code, answer),)
     return out
 
 

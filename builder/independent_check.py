@@ -8,6 +8,11 @@ numbers the way the entry's own program is: both programs' literals are mapped t
 mentions by :func:`builder.pot_import.planner.plan_parameters`, so a variant's value for a mention goes
 to whichever literal each program reads it from.
 
+When no independent program reads every number the entry varies, the programs that read the most of
+them check it *within a scope*: the numbers a program does not read keep their original values on every
+variant, and an agreement verifies the entry for questions that keep them (``Verification.fixed``; the
+device answers outside it as unverified, or misses in a verified-only bundle).
+
 A disagreement names the parameters involved (varying one at a time): the importer keeps them
 constant and tries again (MiniCache's reflection), and rejects the entry when no parameter can be
 blamed. An entry with no usable independent program is accepted as ``unverified``; whether a bundle
@@ -28,6 +33,7 @@ from builder.pot_import.plan import ParamPlan, Plan, draw_values
 from builder.pot_import.planner import plan_parameters
 from builder.pot_import.program import PalProgram, RunTimeout
 from builder.pot_import.transcripts import Rejected
+from builder.prose_units import doubtful_binding, nouns_after_numbers
 from builder.verification import Verification
 from edge_runtime.answer.verification import VerificationStatus
 
@@ -54,6 +60,18 @@ class BoundProgram:
     program: PalProgram
     plan: Plan
     by_span: dict[tuple[int, int], ParamPlan] = field(default_factory=dict)
+    #: mention span -> why this program's binding there is doubtful (its prose counts something else
+    #: with that number, builder.prose_units): it may disagree there, but not be the source that agrees.
+    doubtful: dict[tuple[int, int], str] = field(default_factory=dict)
+
+    def reads(self, p: ParamPlan) -> bool:
+        """Whether this program reads the number(s) of the question the entry's ``p`` stands for."""
+        return bool(self.params_for(p))
+
+    def doubts(self, params: Sequence[ParamPlan]) -> list[str]:
+        """Why this program cannot be the agreeing source on variants that vary ``params`` (none: it can)."""
+        return [self.doubtful[(m.start, m.end)] for p in params for m in (p.mention, *p.mentions)
+                if (m.start, m.end) in self.doubtful]
 
     def params_for(self, p: ParamPlan) -> list[ParamPlan]:
         """This program's parameters that read the same mention(s) of the question as ``p``."""
@@ -101,8 +119,22 @@ def bind(question: str, gold: Any, programs: Sequence[IndependentProgram], timeo
             for m in (q.mention, *q.mentions):
                 by_span.setdefault((m.start, m.end), q)
         if by_span:
-            bound.append(BoundProgram(ip.source, program, plan, by_span))
+            bound.append(BoundProgram(ip.source, program, plan, by_span, _doubtful(question, plan, ip.prose)))
     return bound
+
+
+def _doubtful(question: str, plan: Plan, prose: str) -> dict[tuple[int, int], str]:
+    """The mentions a program with prose is bound to by a number its prose says counts something else."""
+    if not prose:
+        return {}
+    nouns = nouns_after_numbers(prose)
+    out = {}
+    for q in plan.params:
+        for m in (q.mention, *q.mentions):
+            why = doubtful_binding(question, m, float(q.original), nouns)
+            if why:
+                out[(m.start, m.end)] = why
+    return out
 
 
 RunEntry = Callable[[dict[str, Any]], Any]  # the compiled entry on parameter values: its answer or the exception
@@ -110,41 +142,57 @@ RunEntry = Callable[[dict[str, Any]], Any]  # the compiled entry on parameter va
 
 def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, variants: int = DEFAULT_VARIANTS,
           rng: random.Random) -> Verification | Disagreement:
-    """Compare the entry with every applicable independent program on ``variants`` rendered variants.
+    """Compare the entry with the independent programs that can check it on ``variants`` rendered variants.
 
     A program is applicable when it reads every number the entry's reasoning reads (each non-free
     parameter's mention); numbers it reads that the entry keeps constant stay at their original.
-    Variants where either side cannot run (outside a program's domain) are drawn again. Verified
-    means one applicable program agrees and the reference's own worked solution, where it can check,
-    does not disagree: a second model-written program that disagrees is more often wrong itself (on
-    the GSM8K import, requiring every program to agree narrowed 359 entries and lost 49), but the
-    human solution that reached the gold answer is the better judge when two programs share a
-    mistake."""
+    When none is, the programs that read the most of those numbers (at least one) check the entry
+    *within a scope*: on variants where the parameters a program does not read keep their original
+    values, and an agreement is recorded with them as ``fixed`` (the device serves the entry as
+    verified only for questions that keep them). Variants where either side cannot run (outside a
+    program's domain) are drawn again. Verified means one checking program agrees and the
+    reference's own worked solution, where it can check, does not disagree: a second model-written
+    program that disagrees is more often wrong itself (on the GSM8K import, requiring every program
+    to agree narrowed 359 entries and lost 49), but the human solution that reached the gold answer
+    is the better judge when two programs share a mistake. A program whose prose counts something
+    else with a number it is bound to (builder.prose_units) may disagree but never be the one that agrees."""
     params = list(plan.params)
-    applicable = [b for b in bound if all(b.params_for(p) for p in params if not p.free)]
+    varied = [p for p in params if not p.free]
     if not bound:
         return Verification(VerificationStatus.UNVERIFIED, "no independent program right on the original question")
-    if not applicable:
-        return Verification(VerificationStatus.UNVERIFIED,
-                            "no independent program reads every number the entry varies")
+    read = {id(b): [p for p in varied if b.reads(p)] for b in bound}
+    most = max(len(r) for r in read.values())
+    if most == 0:
+        return Verification(VerificationStatus.UNVERIFIED, "no independent program reads a number the entry varies")
+    checking = [b for b in bound if len(read[id(b)]) == most]
+    fixed_of = {id(b): tuple(p.name for p in varied if p not in read[id(b)]) for b in checking}
     disagreeing: list[tuple[BoundProgram, str]] = []
     agreeing: list[tuple[BoundProgram, int]] = []
     short: list[str] = []
-    for b in applicable:
-        compared, wrong = _compare(b, params, run_entry, lambda: draw_values(plan, rng), variants)
+    doubted: list[str] = []
+    for b in checking:
+        compared, wrong = _compare(b, params, run_entry, _holding(plan, fixed_of[id(b)], rng), variants)
         if wrong:
             disagreeing.append((b, wrong))
-        elif compared >= variants:
-            agreeing.append((b, compared))
-        else:
+        elif compared < variants:
             short.append(f"{b.source} ran on {compared} variants only")
+        elif b.doubts(read[id(b)]):
+            doubted.append(f"{b.source} agrees but {b.doubts(read[id(b)])[0]}")
+        else:
+            agreeing.append((b, compared))
     vetoes = [b for b, _ in disagreeing if b.source == WORKED_SOLUTION]
     if agreeing and not vetoes:
-        names = tuple(b.source for b, _ in agreeing)
-        return Verification(VerificationStatus.VERIFIED, f"agrees with {', '.join(names)} on {agreeing[0][1]} of "
-                            f"{agreeing[0][1]} variants", names, agreeing[0][1])
+        fixed = fixed_of[id(agreeing[0][0])]
+        names = tuple(b.source for b, _ in agreeing if fixed_of[id(b)] == fixed)
+        count = agreeing[0][1]
+        scope = f" with {', '.join(fixed)} at the original (no program reads them)" if fixed else ""
+        return Verification(VerificationStatus.VERIFIED, f"agrees with {', '.join(names)} on {count} of {count} "
+                            f"variants{scope}", names, count, fixed)
     if not disagreeing:
-        return Verification(VerificationStatus.UNVERIFIED, "; ".join(short))
+        if not short and not doubted and most < len(varied):
+            return Verification(VerificationStatus.UNVERIFIED,
+                                "no independent program reads every number the entry varies")
+        return Verification(VerificationStatus.UNVERIFIED, "; ".join(short + doubted))
     blamed, failures = [], []
     for p in params:
         def one_changed(p: ParamPlan = p) -> dict[str, Any]:
@@ -152,11 +200,20 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
             values[p.name] = draw_values(plan, rng)[p.name]
             return values
 
-        wrong = [why for why in (_compare(b, params, run_entry, one_changed, 3)[1] for b, _ in disagreeing) if why]
+        # a program is asked only about a parameter it reads (or one the entry leaves free): varying one it
+        # holds constant would set the two apart by construction
+        wrong = [why for why in (_compare(b, params, run_entry, one_changed, 3)[1] for b, _ in disagreeing
+                                 if p.name not in fixed_of[id(b)]) if why]
         if wrong:  # any disagreeing program that this parameter alone sets apart
             blamed.append(p.name)
             failures.append(f"param {p.name}: {wrong[0]}")
     return Disagreement(tuple(failures), tuple(blamed), disagreeing[0][1])
+
+
+def _holding(plan: Plan, fixed: Sequence[str], rng: random.Random) -> Callable[[], dict[str, Any]]:
+    """Variants of every parameter but ``fixed``, which keep their original values."""
+    originals = {p.name: p.original for p in plan.params if p.name in fixed}
+    return lambda: {**draw_values(plan, rng), **originals}
 
 
 def _compare(b: BoundProgram, params: Sequence[ParamPlan], run_entry: RunEntry, draw: Callable[[], dict[str, Any]],

@@ -24,10 +24,17 @@ class Verification:
     detail: str
     sources: tuple[str, ...] = ()  # the independent programs that agreed
     variants: int = 0  # variants compared with each agreeing program
+    #: A verified entry's scope: the parameters the agreeing program does not read, held at their
+    #: original values on every variant compared. The entry is verified only for questions that keep
+    #: them; empty when it is verified for every value (the record then has no ``fixed`` key, as before).
+    fixed: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status.value, "detail": self.detail, "sources": list(self.sources),
-                "variants": self.variants}
+        record: dict[str, Any] = {"status": self.status.value, "detail": self.detail, "sources": list(self.sources),
+                                  "variants": self.variants}
+        if self.fixed:
+            record["fixed"] = list(self.fixed)
+        return record
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Verification:
@@ -36,9 +43,15 @@ class Verification:
             return cls(VerificationStatus.UNVERIFIED, "no verification record")
         sources = data.get("sources", ())
         variants = data.get("variants", 0)
-        return cls(VerificationStatus.from_record(dict(data)), str(data.get("detail", "")),
+        fixed = data.get("fixed", ())
+        status = VerificationStatus.from_record(dict(data))
+        if not isinstance(fixed, (list, tuple)) or not all(isinstance(n, str) and n for n in fixed):
+            # a scope that cannot be read is no verification: the entry is not known to be right anywhere
+            return cls(VerificationStatus.UNVERIFIED, f"unreadable verified scope {fixed!r}")
+        return cls(status, str(data.get("detail", "")),
                    tuple(str(s) for s in sources) if isinstance(sources, (list, tuple)) else (),
-                   variants if isinstance(variants, int) and not isinstance(variants, bool) else 0)
+                   variants if isinstance(variants, int) and not isinstance(variants, bool) else 0,
+                   tuple(fixed) if status is VerificationStatus.VERIFIED else ())
 
     @classmethod
     def read_sidecar(cls, sources: Path, entry_id: str) -> Verification:

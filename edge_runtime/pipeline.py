@@ -37,7 +37,8 @@ class Pipeline:
                  modules: Mapping[str, str], router: Router | None, threshold: float, extractor: Extractor,
                  executor: Executor, guard: Guard | None = None,
                  verification: Mapping[str, VerificationStatus] | None = None,
-                 options: PipelineOptions | None = None) -> None:
+                 options: PipelineOptions | None = None, verified_scope: Mapping[str, tuple[str, ...]] | None = None,
+                 verified_only: bool = False) -> None:
         self.name = name
         self.version = version
         self.digest = digest
@@ -49,16 +50,19 @@ class Pipeline:
                                 skeleton_min_score=o.skeleton_min_score, skeleton_model_score=o.skeleton_model_score)
         self.read = ReadStage(entries, extractor, guard, model_attempts=o.model_attempts)
         self.execute = ExecuteStage(digest, modules, executor)
-        self.finish = AnswerStage(entries, verification or {})
+        self.finish = AnswerStage(entries, verification or {}, verified_scope, verified_only)
 
     @classmethod
     def for_bundle(cls, *, name: str, version: str, digest: str, entries: Mapping[str, EntryPoint],
                    modules: Mapping[str, str], router: Router | None, threshold: float, engine: Any,
                    executor: Executor, verification: Mapping[str, VerificationStatus] | None = None,
-                   options: PipelineOptions | None = None, reading: ReadingPack | None = None) -> Pipeline:
+                   options: PipelineOptions | None = None, reading: ReadingPack | None = None,
+                   verified_scope: Mapping[str, tuple[str, ...]] | None = None,
+                   verified_only: bool = False) -> Pipeline:
         """The pipeline the runtime activates: the bundle's reading pack (``reading``; None: the default), its
         own guard from that pack (on the bundle's routing embedder) and an extractor on the shared ``engine``
-        whose impossible-reading rescue asks that guard."""
+        whose impossible-reading rescue asks that guard; ``verified_scope`` and ``verified_only`` as the bundle
+        attests them (answer/stage.py)."""
         o = options or PipelineOptions()
         pack = reading if reading is not None else load_pack(None)
         guard = pack.make_guard(getattr(router, "embedder", None)) if o.guard else None
@@ -67,7 +71,7 @@ class Pipeline:
                               draft_check=draft_check(guard) if guard else None, reading=pack)
         return cls(name=name, version=version, digest=digest, entries=entries, modules=modules, router=router,
                    threshold=threshold, extractor=extractor, executor=executor, guard=guard,
-                   verification=verification, options=o)
+                   verification=verification, options=o, verified_scope=verified_scope, verified_only=verified_only)
 
     @property
     def bundle_id(self) -> str:
@@ -84,6 +88,10 @@ class Pipeline:
     def verification_of(self, entry_id: str) -> VerificationStatus:
         """What the bundle attests for ``entry_id`` (unverified when it says nothing)."""
         return self.finish.verification_of(entry_id)
+
+    def scope_of(self, entry_id: str) -> tuple[str, ...]:
+        """The parameters ``entry_id`` is verified with at their original values only (none: every value)."""
+        return self.finish.scope_of(entry_id)
 
     def answer(self, query: str, *, entry_id: str = "", timeout_s: float | None = None) -> Answer:
         """IS1-IS4 for ``query``. A miss is tried once more without the statements the question itself calls
@@ -124,6 +132,7 @@ class Pipeline:
         try:
             routes = self.route.plan(query, entry_id, timings)
             reading = self.read.read(query, routes, timings)
+            self.finish.verification_for(reading)  # outside a verified scope of a verified-only bundle: miss unrun
             execution = self.execute.run(reading, timeout_s, timings)
             answer = self.finish.answer(query, reading, execution, timings)
         except Miss as miss:

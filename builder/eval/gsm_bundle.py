@@ -133,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--others", type=int, default=None, help="entries beyond the dev sets' (default: all not held out)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-target-model", action="store_true")
+    parser.add_argument("--target-model", type=Path, default=None, metavar="DIR",
+                        help="an exported target-model directory to reference (default: export or reuse the default one)")
     parser.add_argument("--include-unverified", action="store_true",
                         help="also pack the entries no independent program verified (default: verified entries only)")
     parser.add_argument("--reading", default=None, metavar="PACK",
@@ -150,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         split = choose_split(accepted, dev_entry_ids(), unrelated=args.unrelated, others=args.others, seed=args.seed)
     split.save(args.out / "split.json")
     bundle = build_eval_bundle(args.registry, split, args.out / "bundles", key=eval_key(args.out / "keys"),
-                               target_model=None if args.no_target_model else "default",
+                               target_model=None if args.no_target_model else (args.target_model or "default"),
                                include_unverified=args.include_unverified, reading=args.reading)
     sets = write_sets(args.out / "sets", split, args.registry)
     print(json.dumps({"bundle": str(bundle), "entries": len(split.bundle_ids), "unrelated": len(split.unrelated_ids),

@@ -123,8 +123,9 @@ class RegistryDir:
         }, ensure_ascii=False) + "\n")
         handle.flush()
 
-    def verified_count(self, ids: set[str]) -> int:
-        """How many of ``ids`` an independent program verified (their _meta records say so)."""
+    def verified_count(self, ids: set[str], *, within_scope: bool = False) -> int:
+        """How many of ``ids`` an independent program verified (their _meta records say so); with
+        ``within_scope``, only those verified with some parameters held at their original values (``fixed``)."""
         count = 0
         for entry_id in ids:
             path = self.entries / "_meta" / f"{entry_id}.json"
@@ -132,7 +133,7 @@ class RegistryDir:
                 record = json.loads(path.read_text(encoding="utf-8")).get("verification") or {}
             except (OSError, json.JSONDecodeError):
                 continue
-            count += record.get("status") == "verified"
+            count += record.get("status") == "verified" and (not within_scope or bool(record.get("fixed")))
         return count
 
     def write_index(self, meta: dict[str, Any]) -> None:
@@ -201,6 +202,7 @@ def run_import(
         "total": len(rows),
         "accepted": len(accepted_ids),
         "verified": out.verified_count(accepted_ids),
+        "verified_within_scope": out.verified_count(accepted_ids, within_scope=True),
         "rejected_by_reason": by_reason,
         "wrong_on_original": wrong if wrong is not None else 0,
         "seconds": round(time.perf_counter() - started, 2),
@@ -361,6 +363,8 @@ def summary_table(summary: dict[str, Any]) -> Any:
     table.add_row("accepted", str(summary["accepted"]), f"{100 * summary['accepted'] / total:.1f}%")
     table.add_row("  of them verified by an independent program", str(summary.get("verified", 0)),
                   f"{100 * summary.get('verified', 0) / total:.1f}%")
+    scoped = summary.get("verified_within_scope", 0)
+    table.add_row("    of those within a scope (some numbers kept as stated)", str(scoped), f"{100 * scoped / total:.1f}%")
     for reason, count in summary["rejected_by_reason"].items():
         table.add_row(reason, str(count), f"{100 * count / total:.1f}%")
     table.add_row("accepted but wrong on original (audit)", str(summary["wrong_on_original"]), "")
@@ -386,6 +390,6 @@ def cli_import_pot(args: Any) -> int:
     console = Console(stderr=bool(args.json))
     console.print(summary_table(summary))
     if args.json:
-        print(json.dumps({k: summary[k] for k in ("total", "accepted", "verified", "rejected_by_reason", "wrong_on_original",
-                                                  "seconds")}))
+        print(json.dumps({k: summary[k] for k in ("total", "accepted", "verified", "verified_within_scope",
+                                                  "rejected_by_reason", "wrong_on_original", "seconds")}))
     return 0

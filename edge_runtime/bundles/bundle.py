@@ -76,6 +76,12 @@ class Bundle:
     digest: str
     #: entry id -> what the builder attests: an independent solution agreed with the entry, or not.
     verification: dict[str, VerificationStatus] = field(default_factory=dict)
+    #: entry id -> the parameters a verified entry was verified with at their original values only (its
+    #: record's ``fixed``); entries verified for every value, and unverified ones, are absent.
+    verified_scope: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The packing policy the manifest attests (``verification_policy``): True when the builder packed only
+    #: verified entries, so an answer outside a verified scope is a miss rather than an unverified hit.
+    verified_only: bool = False
     #: path -> {"sha256", "size"}: files of the bundle kept out of line in the device's blob store
     #: (format 2). Their hashes are in the signed manifest; ``edge_runtime.bundles.bundle_blobs`` fetches and checks them.
     blobs: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -152,6 +158,9 @@ def read_bundle(
     files = _read_files(data, payload_start, manifest["files"], where)
     blobs = _check_blobs(manifest.get("blobs", []), files, where)
     entries, modules = _check_entries(manifest["entries"], files, where)
+    verification = {e: VerificationStatus.from_record(item.get("verification")) for e, item in
+                    ((i.get("id"), i) for i in manifest["entries"]) if e in entries}
+    verified_only = _check_policy(manifest.get("verification_policy"), verification, where)
     target = manifest.get("target_model")
     if target is not None:
         _check_target_model(target, where)
@@ -166,13 +175,59 @@ def read_bundle(
         routing=manifest["routing"],
         target_model=target,
         key_id=signer,
-        verification={e: VerificationStatus.from_record(item.get("verification")) for e, item in
-                      ((i.get("id"), i) for i in manifest["entries"]) if e in entries},
+        verification=verification,
+        verified_scope={e: scope for e, scope in
+                        ((i["id"], _check_scope(i.get("verification"), entries[i["id"]], where)) for i in manifest["entries"])
+                        if scope},
+        verified_only=verified_only,
         signed=verified_by is not None,
         digest=hashlib.sha256(data).hexdigest(),
         blobs=blobs,
         reading=reading,
     )
+
+
+#: The manifest's ``verification_policy`` values: what the builder packed (builder/bundle_build.py).
+VERIFIED_ONLY, INCLUDE_UNVERIFIED = "verified-only", "include-unverified"
+
+
+def _check_policy(policy: Any, verification: Mapping[str, VerificationStatus], where: str) -> bool:
+    """Whether the manifest says only verified entries were packed; absent (a bundle from before the field) is
+    False. A value other than the two policies, or a verified-only bundle that lists an unverified entry, is refused."""
+    if policy is None:
+        return False
+    if policy not in (VERIFIED_ONLY, INCLUDE_UNVERIFIED):
+        raise BundleFormatError(f"{where}: manifest 'verification_policy' {policy!r} is not {VERIFIED_ONLY!r} "
+                                f"or {INCLUDE_UNVERIFIED!r}")
+    if policy == VERIFIED_ONLY:
+        unverified = sorted(e for e, status in verification.items() if status is not VerificationStatus.VERIFIED)
+        if unverified:
+            raise BundleFormatError(f"{where}: entry {unverified[0]!r} is unverified in a bundle whose "
+                                    f"verification_policy is {VERIFIED_ONLY!r}")
+    return policy == VERIFIED_ONLY
+
+
+def _check_scope(record: Any, entry: EntryPoint, where: str) -> tuple[str, ...]:
+    """A verification record's ``fixed``: the parameters of ``entry`` it was verified with at their original
+    values only. Absent: () (verified for every value, or unverified, as before the field). Anything but a
+    non-empty list of distinct parameter names of that entry, on a verified record, is refused naming the entry:
+    a device that misread the scope would serve as verified what no independent solution checked."""
+    if not isinstance(record, dict) or "fixed" not in record:
+        return ()
+    fixed = record["fixed"]
+    names = {p.name for p in entry.params}
+    if record.get("status") != VerificationStatus.VERIFIED.value:
+        raise BundleFormatError(f"{where}: entry {entry.id!r}: verification 'fixed' on a record that is not verified")
+    if not isinstance(fixed, list) or not fixed or len(fixed) > len(names):
+        raise BundleFormatError(f"{where}: entry {entry.id!r}: verification 'fixed' must be a non-empty list of its "
+                                f"parameter names, not {fixed!r:.80}")
+    for name in fixed:
+        if not isinstance(name, str) or name not in names:
+            raise BundleFormatError(f"{where}: entry {entry.id!r}: verification 'fixed' names {name!r:.80}, which is "
+                                    f"not one of its parameters ({', '.join(sorted(names))})")
+    if len(set(fixed)) != len(fixed):
+        raise BundleFormatError(f"{where}: entry {entry.id!r}: verification 'fixed' lists a parameter twice")
+    return tuple(fixed)
 
 
 def _check_reading(reading: Any, where: str) -> dict[str, Any] | None:

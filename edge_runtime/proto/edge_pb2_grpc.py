@@ -121,8 +121,9 @@ class EdgeCacheServicer:
         raise NotImplementedError('Method not implemented!')
 
     def MissingBlobs(self, request, context):
-        """Bundle lifecycle: ask which content-addressed blobs (target-model files) the device
-        lacks, push only those, push the bundle file (verified and staged), then activate.
+        """Bundle lifecycle: ask which content-addressed blobs (target-model files, the routing
+        table and tokenizer a bundle lists by hash) the device lacks, push only those, push the
+        bundle file (verified and staged; its reply names the blobs still missing), then activate.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -306,7 +306,7 @@ class EdgeRuntime:
             name=bundle.name, version=bundle.version, digest=bundle.digest, entries=bundle.entries,
             modules=bundle.modules, router=router, threshold=threshold, engine=engine,
             executor=self._executor(engine, bundle.manifest.get("lm_limits")), verification=bundle.verification,
-            options=self.options.pipeline,
+            options=self.options.pipeline, verified_scope=bundle.verified_scope, verified_only=bundle.verified_only,
         )
 
     def _engine_for(self, bundle: Bundle) -> LMEngine | None:

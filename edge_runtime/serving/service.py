@@ -136,7 +136,8 @@ class EdgeCacheServicer:
         answerer = self._current(context)
         return pb.ListEntriesResponse(
             entries=[pb.EntrySummary(id=e.id, description=e.description, template=e.template,
-                                     verification=VERIFICATION[answerer.verification_of(e.id)])
+                                     verification=VERIFICATION[answerer.verification_of(e.id)],
+                                     verified_with_fixed=list(answerer.scope_of(e.id)))
                      for e in answerer.entries.values()],
             bundle_name=answerer.name,
             bundle_version=answerer.version,

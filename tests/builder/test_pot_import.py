@@ -403,8 +403,9 @@ def test_run_import_is_resumable_and_the_cli_prints_one_json_object(tmp_path):
                      "--workers", "1"])
     assert code == 0
     summary = json.loads(buffer.getvalue())  # exactly one JSON object on stdout
-    assert set(summary) == {"total", "accepted", "verified", "rejected_by_reason", "wrong_on_original", "seconds"}
-    assert 0 <= summary["verified"] <= summary["accepted"]
+    assert set(summary) == {"total", "accepted", "verified", "verified_within_scope", "rejected_by_reason",
+                            "wrong_on_original", "seconds"}
+    assert 0 <= summary["verified_within_scope"] <= summary["verified"] <= summary["accepted"]
     assert summary["total"] == 4 and summary["accepted"] == 2 and summary["wrong_on_original"] == 0
     assert summary["rejected_by_reason"]["no_match_in_gsm8k"] == 1
     assert set(summary["rejected_by_reason"]) == set(REASONS)
