@@ -45,7 +45,16 @@ from edge_runtime.read.mentions import PERCENT_AFTER as _PERCENT_AFTER
 from edge_runtime.read.mentions import STRUCTURAL, Mention, same_value, scan
 from edge_runtime.read.mentions import read_values as _read
 from edge_runtime.read.mentions import shares_value as _shares_value
-from edge_runtime.read.question_words import STOP_WORDS, WORD, asked_noun, content_words, sentences, stem, target_clause
+from edge_runtime.read.question_words import (
+    STOP_WORDS,
+    WORD,
+    asked_noun,
+    asking_modifiers,
+    content_words,
+    sentences,
+    stem,
+    target_clause,
+)
 from edge_runtime.read.values import MONTH_DAYS, TIME_UNITS, reads_as_share
 
 # ---- numbers in text (edge_runtime/read/mentions.py) ------------------------------------------
@@ -95,6 +104,11 @@ class GuardConfig:
     check_constants: bool = True
     check_added: bool = True
     check_target: bool = True
+    #: Refuse, on every path, a final question that gains or loses a word turning one asked quantity into another
+    #: (question_words.ASKING_MODIFIERS: "how many *more*", "did *not* buy", "how many are *left*"). The aligner
+    #: lets such function words change and the content-word checks drop them (docs/benchmarks.md, *The final
+    #: question keeps what it asks*).
+    check_modifiers: bool = True
 
 
 @dataclass
@@ -360,6 +374,14 @@ class ReasoningGuard:
         share = len(t_words & q_words) / len(t_words) if t_words else 1.0
         checks["target"] = {"template": template_target, "question": asked, "template_noun": sorted(t_noun),
                             "question_noun": sorted(q_noun), "share": round(share, 3)}
+        if cfg.check_modifiers:  # what the final question asks: its words up to its first number (givens follow)
+            stated = self._scan(asked)
+            t_asking = re.split(r"[#\d]", template_target, maxsplit=1)[0]
+            t_mod, q_mod = asking_modifiers(t_asking), asking_modifiers(asked[: stated[0].start] if stated else asked)
+            added, dropped = sorted((q_mod - t_mod).elements()), sorted((t_mod - q_mod).elements())
+            if added or dropped:
+                change = f"adds {added[0]!r}" if added else f"drops {dropped[0]!r}"
+                return f"the question's final question {change}, which changes what it asks for"
         if cfg.check_target and model_path:
             # A reversed question asks for another quantity the entry talks about ("how many *years*" in an
             # entry that asks for inches over years); a renamed one (grams -> ounces) is not refused here.

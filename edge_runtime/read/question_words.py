@@ -9,6 +9,7 @@ The guard's last check (does the question ask for what the entry answers?) and t
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from edge_runtime.read.english_words import plural_stem
 
@@ -78,6 +79,19 @@ def asked_noun(clause: str) -> set[str]:
         if word not in _AUX and word not in STOP_WORDS:
             words.add(stem(word))
     return words
+
+
+#: Words that turn one asked quantity into another: negation, comparison, what remains, how it is shared out.
+#: A final question that gains or loses one asks for something else ("How many *more* apples ...", "did *not* buy",
+#: "how many are *left*"), whatever else it keeps; content_words drops them all as stop words.
+ASKING_MODIFIERS = frozenset("""not no never nor without more less fewer most least than left remaining rest else
+other each per every only""".split())
+
+
+def asking_modifiers(clause: str) -> Counter[str]:
+    """The asking modifiers of a final question, counted ("didn't" and "cannot" negate too)."""
+    text = clause.lower().replace("’", "'").replace("n't", " not").replace("cannot", "can not")
+    return Counter(w for w in WORD.findall(text) if w in ASKING_MODIFIERS)
 
 
 _VERBS = frozenset("""do does did is are was were will would can could should has have had must might may""".split())

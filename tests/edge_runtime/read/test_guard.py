@@ -362,9 +362,11 @@ def test_a_reversal_that_asks_for_a_given_is_refused_on_the_model_path():
     """GSM-Plus 'reversing operation': the car's speed becomes the unknown; the model read '60 miles farther' as it."""
     question = ("A bus travels 60 miles per hour for 5 hours. A car travels a certain distance in 8 hours. If the bus "
                 "travels 60 miles farther than the car, how fast was the car traveling, in miles per hour?")
-    refusal = check(BUS, question, BUS_VALUES, "lm-draft")
+    assert check(BUS, question, BUS_VALUES, "lm-draft") is not None  # it no longer asks "than" anything either
+    refusal = ReasoningGuard(GuardConfig(check_modifiers=False))(BUS, question, BUS_VALUES, "lm-draft")
     assert refusal is not None and "takes as given" in refusal and "'hour'" in refusal
-    assert ReasoningGuard(GuardConfig(model_path_reversal_words=None))(BUS, question, BUS_VALUES, "lm-draft") is None
+    off = GuardConfig(model_path_reversal_words=None, check_modifiers=False)
+    assert ReasoningGuard(off)(BUS, question, BUS_VALUES, "lm-draft") is None
 
 
 def test_a_reworded_final_question_that_asks_the_same_thing_is_served_on_the_model_path():
@@ -618,3 +620,29 @@ def test_a_fraction_word_after_a_count_is_a_constant_of_the_template():
     assert check(entry, same, values) is None
     assert check(entry, same.replace("One-eighth", "One-sixth"), values) is not None
     assert [m.text for m in scan("On days one and two, Mack saw a total of 50 birds.")] == ["one", "two", "50"]
+
+
+DUCKS_STATED = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
+                "friends every day with 5. She sells the remainder at the farmers' market daily for $3 per fresh duck "
+                "egg. ")
+
+
+@pytest.mark.parametrize("path", ["aligned", "lm-draft"])
+@pytest.mark.parametrize(("asked", "why"), [
+    ("How much more in dollars does she make every day at the farmers' market?", "adds 'more'"),
+    ("How much in dollars does she not make every day at the farmers' market?", "adds 'not'"),
+    ("How much in dollars doesn't she make every day at the farmers' market?", "adds 'not'"),
+    ("How much in dollars does she make on each day at the farmers' market?", "adds 'each'"),
+])
+def test_a_final_question_that_gains_an_asking_modifier_asks_for_something_else(asked, why, path):
+    refusal = check(DUCKS, DUCKS_STATED + asked, DUCK_VALUES, path)
+    assert refusal is not None and why in refusal
+    assert ReasoningGuard(GuardConfig(check_modifiers=False))(DUCKS, DUCKS_STATED + asked, DUCK_VALUES, "aligned") is None
+
+
+def test_a_final_question_posed_another_way_keeps_its_modifiers():
+    asked = "What is the amount in dollars that she does make every day at the farmers' market?"
+    assert check(DUCKS, DUCKS_STATED + asked, DUCK_VALUES, "aligned") is None
+    assert check(BUS, "A bus travels 60 miles per hour for 5 hours. A car travels 60 miles per hour for 8 hours. How "
+                      "much farther did the bus go, in miles?", BUS_VALUES, "aligned") == (
+        "the question's final question drops 'than', which changes what it asks for")
