@@ -188,6 +188,13 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
         scope = f" with {', '.join(fixed)} at the original (no program reads them)" if fixed else ""
         return Verification(VerificationStatus.VERIFIED, f"agrees with {', '.join(names)} on {count} of {count} "
                             f"variants{scope}", names, count, fixed)
+    if disagreeing and most < len(varied):
+        # A program that reads only some of the entry's numbers is weaker evidence against it than for it: its
+        # disagreement leaves the entry unverified, as before partial checks, and freezes nothing (on the 12-05
+        # import, freezing on it cost gsm8k-1133 three right parameters through a worked solution that reads
+        # "twice" as the beach's 2 miles, and 20 GSM-Symbolic rows with them).
+        return Verification(VerificationStatus.UNVERIFIED, f"a program that reads only some of its numbers "
+                            f"disagrees: {disagreeing[0][1]}")
     if not disagreeing:
         if not short and not doubted and most < len(varied):
             return Verification(VerificationStatus.UNVERIFIED,
