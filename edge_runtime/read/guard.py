@@ -105,7 +105,7 @@ class GuardConfig:
     check_added: bool = True
     check_target: bool = True
     #: Refuse, on every path, a final question that gains or loses a word turning one asked quantity into another
-    #: (question_words.ASKING_MODIFIERS: "how many *more*", "did *not* buy", "how many are *left*"). The aligner
+    #: (question_words.ASKING_MODIFIERS: a negation, "did *not* buy"; a comparison, "how many *more*"). The aligner
     #: lets such function words change and the content-word checks drop them (docs/benchmarks.md, *The final
     #: question keeps what it asks*).
     check_modifiers: bool = True
@@ -380,7 +380,7 @@ class ReasoningGuard:
             t_mod, q_mod = asking_modifiers(t_asking), asking_modifiers(asked[: stated[0].start] if stated else asked)
             added, dropped = sorted((q_mod - t_mod).elements()), sorted((t_mod - q_mod).elements())
             if added or dropped:
-                change = f"adds {added[0]!r}" if added else f"drops {dropped[0]!r}"
+                change = f"adds a {added[0]}" if added else f"drops a {dropped[0]}"
                 return f"the question's final question {change}, which changes what it asks for"
         if cfg.check_target and model_path:
             # A reversed question asks for another quantity the entry talks about ("how many *years*" in an

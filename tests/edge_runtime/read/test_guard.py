@@ -629,10 +629,10 @@ DUCKS_STATED = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast eve
 
 @pytest.mark.parametrize("path", ["aligned", "lm-draft"])
 @pytest.mark.parametrize(("asked", "why"), [
-    ("How much more in dollars does she make every day at the farmers' market?", "adds 'more'"),
-    ("How much in dollars does she not make every day at the farmers' market?", "adds 'not'"),
-    ("How much in dollars doesn't she make every day at the farmers' market?", "adds 'not'"),
-    ("How much in dollars does she make on each day at the farmers' market?", "adds 'each'"),
+    ("How much more in dollars does she make every day at the farmers' market?", "adds a comparison"),
+    ("How much less in dollars does she make every day than her sister at the farmers' market?", "adds a comparison"),
+    ("How much in dollars does she not make every day at the farmers' market?", "adds a negation"),
+    ("How much in dollars doesn't she make every day at the farmers' market?", "adds a negation"),
 ])
 def test_a_final_question_that_gains_an_asking_modifier_asks_for_something_else(asked, why, path):
     refusal = check(DUCKS, DUCKS_STATED + asked, DUCK_VALUES, path)
@@ -643,6 +643,8 @@ def test_a_final_question_that_gains_an_asking_modifier_asks_for_something_else(
 def test_a_final_question_posed_another_way_keeps_its_modifiers():
     asked = "What is the amount in dollars that she does make every day at the farmers' market?"
     assert check(DUCKS, DUCKS_STATED + asked, DUCK_VALUES, "aligned") is None
+    # how a quantity is shared out is reworded freely: "each day" for "every day" is the same question
+    assert check(DUCKS, DUCKS_STATED + asked.replace("every day", "each day"), DUCK_VALUES, "aligned") is None
     assert check(BUS, "A bus travels 60 miles per hour for 5 hours. A car travels 60 miles per hour for 8 hours. How "
                       "much farther did the bus go, in miles?", BUS_VALUES, "aligned") == (
-        "the question's final question drops 'than', which changes what it asks for")
+        "the question's final question drops a comparison, which changes what it asks for")
