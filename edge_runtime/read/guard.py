@@ -49,8 +49,8 @@ from edge_runtime.read.question_words import (
     STOP_WORDS,
     WORD,
     asked_noun,
-    asking_modifiers,
     content_words,
+    modifier_change,
     sentences,
     stem,
     target_clause,
@@ -374,14 +374,13 @@ class ReasoningGuard:
         share = len(t_words & q_words) / len(t_words) if t_words else 1.0
         checks["target"] = {"template": template_target, "question": asked, "template_noun": sorted(t_noun),
                             "question_noun": sorted(q_noun), "share": round(share, 3)}
-        if cfg.check_modifiers:  # what the final question asks: its words up to its first number (givens follow)
-            stated = self._scan(asked)
-            t_asking = re.split(r"[#\d]", template_target, maxsplit=1)[0]
-            t_mod, q_mod = asking_modifiers(t_asking), asking_modifiers(asked[: stated[0].start] if stated else asked)
-            added, dropped = sorted((q_mod - t_mod).elements()), sorted((t_mod - q_mod).elements())
-            if added or dropped:
-                change = f"adds a {added[0]}" if added else f"drops a {dropped[0]}"
-                return f"the question's final question {change}, which changes what it asks for"
+        # Only what the final question asks, not the givens it may state ("What will $2000 grow to in 5 years at
+        # 4%, compounded quarterly?"): its words up to its first number.
+        stated = self._scan(asked)
+        asking_text = asked[: stated[0].start] if stated else asked
+        change = modifier_change(re.split(r"[#\d]", template_target, maxsplit=1)[0], asking_text)
+        if cfg.check_modifiers and change:
+            return f"the question's final question {change}, which changes what it asks for"
         if cfg.check_target and model_path:
             # A reversed question asks for another quantity the entry talks about ("how many *years*" in an
             # entry that asks for inches over years); a renamed one (grams -> ounces) is not refused here.
@@ -390,10 +389,7 @@ class ReasoningGuard:
                         f"{' '.join(sorted(t_noun))!r}")
             if share < cfg.target_overlap and not self._similar_targets(template_target, asked):
                 return f"the question's final question ({asked!r}) differs from the entry's ({template_target!r})"
-            # Only what the final question asks, not the givens it may state ("What will $2000 grow to in
-            # 5 years at 4%, compounded quarterly?"): its words up to its first number.
-            stated = self._scan(asked)
-            asking = content_words(asked[: stated[0].start] if stated else asked)
+            asking = content_words(asking_text)
             given = sorted((asking - t_words) & template_words)
             checks["target"]["given_words"] = given
             if model_path and cfg.model_path_reversal_words is not None and len(given) >= cfg.model_path_reversal_words:

@@ -98,4 +98,12 @@ def asking_modifiers(clause: str) -> Counter[str]:
     return Counter(ASKING_MODIFIERS[w] for w in WORD.findall(text) if w in ASKING_MODIFIERS)
 
 
+def modifier_change(template_asks: str, question_asks: str) -> str | None:
+    """How the question's final question changes the template's asking modifiers ("adds a negation", "drops a
+    comparison"); None when it keeps them."""
+    t_mod, q_mod = asking_modifiers(template_asks), asking_modifiers(question_asks)
+    added, dropped = sorted((q_mod - t_mod).elements()), sorted((t_mod - q_mod).elements())
+    return f"adds a {added[0]}" if added else f"drops a {dropped[0]}" if dropped else None
+
+
 _VERBS = frozenset("""do does did is are was were will would can could should has have had must might may""".split())
