@@ -132,9 +132,9 @@ class Pipeline:
         try:
             routes = self.route.plan(query, entry_id, timings)
             reading = self.read.read(query, routes, timings)
-            self.finish.verification_for(reading)  # outside a verified scope of a verified-only bundle: miss unrun
+            verification = self.finish.verification_for(reading)  # outside a verified-only scope: miss unrun
             execution = self.execute.run(reading, timeout_s, timings)
-            answer = self.finish.answer(query, reading, execution, timings)
+            answer = self.finish.answer(query, reading, execution, timings, verification)
         except Miss as miss:
             answer = Answer(False, miss.reason, miss.detail, entry_id=miss.entry_id, similarity=miss.similarity,
                             parameters=miss.parameters, path=miss.path)

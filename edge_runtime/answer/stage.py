@@ -58,11 +58,13 @@ class AnswerStage:
                                f"{name} = {originals[name]!r}, the question gives {reading.values.get(name)!r}")
         return VerificationStatus.UNVERIFIED
 
-    def answer(self, query: str, reading: Reading, execution: Execution, timings: StageTimings) -> Answer:
-        """The HIT: the answer under the entry's key, the narration in the question's currency."""
+    def answer(self, query: str, reading: Reading, execution: Execution, timings: StageTimings,
+               verification: VerificationStatus | None = None) -> Answer:
+        """The HIT: the answer under the entry's key, the narration in the question's currency; ``verification``:
+        ``verification_for(reading)`` when the caller asked it before running the entry."""
         entry = self.entries[reading.entry_id]
         with timings.stage("is4_ms"):
-            verification = self.verification_for(reading)
+            verification = verification or self.verification_for(reading)
             result = dict(execution.result)
             value = answer_value(entry, result)
         outside = out_of_domain(entry, value)
