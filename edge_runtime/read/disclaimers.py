@@ -34,14 +34,17 @@ from edge_runtime.read.question_words import content_words, sentences
 #: Phrases by which a question declares a statement irrelevant to what it asks. Not "expired", "not
 #: participating", "unaffected" or "not counted": those often describe a quantity to take away ("3 of which
 #: are expired"), which is reasoning, not a distraction.
+_IRRELEVANT = (r"irrelevant|not\s+relevant|no\s+longer\s+matter(?:s|ed)?"
+               r"|(?:does|do|did|will|would)(?:\s+not|n[’']t)\s+(?:affect|matter)|(?:won|don)[’']t\s+(?:affect|matter)"
+               r"|not\s+affect(?:ed|ing)?")
 _DISCLAIMER = re.compile(
-    r"\b(?:irrelevant|not\s+relevant|no\s+longer\s+matter(?:s|ed)?"
-    r"|(?:does|do|did|will|would)(?:\s+not|n[’']t)\s+(?:affect|matter)|(?:won|don)[’']t\s+(?:affect|matter)"
-    r"|not\s+affect(?:ed|ing)?"
+    rf"\b(?:{_IRRELEVANT}"
     r"|(?P<choice>(?:decides?|decided|chooses?|chose)\s+(?:not\s+to|against)|declined?s?\s+(?:because|the\s+offer))"
     r"|(?P<refused>(?:(?:does|do|did|will|would)(?:\s+not|n[’']t)|(?:won|don)[’']t)\s+(?:buy|purchase|use|accept)(?:\s+(?:it|them|any|one)\b|\s*$)))(?:\b|$)",
     re.IGNORECASE,
 )
+#: The phrases alone that call something irrelevant: their "not" states no negation of the reasoning.
+IRRELEVANCE = re.compile(rf"\b(?:{_IRRELEVANT})\b", re.IGNORECASE)
 #: A choice not taken sets aside only an option the question offered ("notices a dress priced at $50, but decides
 #: not to buy it"), not something done ("eats 4 pears, but decides not to eat any more").
 _OPTION = re.compile(

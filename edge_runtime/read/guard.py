@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edge_runtime.entries.metadata import EntryPoint
-from edge_runtime.read.mentions import NUMBER as _NUMBER
+from edge_runtime.read.disclaimers import IRRELEVANCE
 from edge_runtime.read.mentions import PERCENT_AFTER as _PERCENT_AFTER
 from edge_runtime.read.mentions import STRUCTURAL, Mention, same_value, scan
 from edge_runtime.read.mentions import read_values as _read
@@ -55,6 +55,8 @@ from edge_runtime.read.question_words import (
     stem,
     target_clause,
 )
+from edge_runtime.read.restatement import remove_numbers as _remove_numbers
+from edge_runtime.read.restatement import restated as _restated
 from edge_runtime.read.values import MONTH_DAYS, TIME_UNITS, reads_as_share
 
 # ---- numbers in text (edge_runtime/read/mentions.py) ------------------------------------------
@@ -107,7 +109,7 @@ class GuardConfig:
     #: Refuse, on every path, a final question that gains or loses a word turning one asked quantity into another
     #: (question_words.ASKING_MODIFIERS: a negation, "did *not* buy"; a comparison, "how many *more*"). The aligner
     #: lets such function words change and the content-word checks drop them (docs/benchmarks.md, *The final
-    #: question keeps what it asks*).
+    #: question keeps what it asks*). A negation is compared over the whole question as well.
     check_modifiers: bool = True
 
 
@@ -351,6 +353,8 @@ class ReasoningGuard:
             span = next(((s, e) for s, e in spans if s <= mention.start < e), (0, len(question)))
             restated = _restated(question, mentions, used, i, span, spans) if self.phrase_rules else None
             added.append({"text": mention.text, "restates": restated})
+            if restated is not None:
+                read.restating.append(span)
         checks["unexplained"] = added
         if cfg.check_added:
             extra = (question_words & _ANOTHER) - facts.plain_words if self.phrase_rules else set()
@@ -381,6 +385,15 @@ class ReasoningGuard:
         change = modifier_change(re.split(r"[#\d]", template_target, maxsplit=1)[0], asking_text)
         if cfg.check_modifiers and change:
             return f"the question's final question {change}, which changes what it asks for"
+        # A negation anywhere else turns a statement or the question's condition into another one: "If there are
+        # *not* 30 letters in the pile", "she did *not* eat 3 of them". The aligner lets function words change.
+        # Not counted: a sentence that only restates another (its "not" is that one's again) and a phrase that calls
+        # something irrelevant ("this price is not relevant"): neither says anything of the reasoning.
+        stated = "".join(" " if any(s <= k < e for s, e in read.restating) else c for k, c in enumerate(question))
+        negated = (modifier_change(read.facts.literal, IRRELEVANCE.sub(" ", stated), _NEGATION)
+                   if cfg.check_modifiers else None)
+        if negated:
+            return f"the question {negated} against the entry's whole question, which changes what it states or asks"
         if cfg.check_target and model_path:
             # A reversed question asks for another quantity the entry talks about ("how many *years*" in an
             # entry that asks for inches over years); a renamed one (grams -> ounces) is not refused here.
@@ -441,6 +454,7 @@ class _Read:
     contexts: list[Context]
     used: set[int] = field(default_factory=set)
     stated_words: list[str] = field(default_factory=list)  # fraction words a bound fraction states ("thirds")
+    restating: list[tuple[int, int]] = field(default_factory=list)  # sentences that only restate a bound number
 
 def _context(text: str, start: int, end: int, width: int = 3) -> Context:
     """Content words just before and just after a span, within its sentence."""
@@ -532,50 +546,9 @@ def _share_of(text: str, mentions: Sequence[Mention], used: set[int], value: flo
     return None
 
 
-def _remove_numbers(text: str) -> str:
-    return _NUMBER.sub(" ", text)
-
-
-def _unit_words(text: str, mention: Mention, count: int) -> set[str]:
-    """Up to ``count`` content words right after a number, within its clause: what it counts."""
-    clause = re.split(r"[.?!;,:]", text[mention.end:], maxsplit=1)[0]
-    words = [w for w in WORD.findall(clause.lower().replace("-", " ")) if w not in STOP_WORDS]
-    return {stem(w) for w in words[:count]}
-
-
+_NEGATION = frozenset({"negation"})
 #: Words that add an operation even without a number.
 _ANOTHER = frozenset(["another"])
-#: Words by which a sentence that repeats a number does more than repeat it ("she *also* picks 256 melons").
-_NOT_A_REPEAT = frozenset("also again too more another extra additional additionally less fewer than plus minus besides "
-                          "further furthermore addition".split())
-#: Words a restatement may add to the words of the sentence it repeats ("Note that ...", "To be clear, ...").
-_RESTATING = frozenset("note noted remember recall recap reminder clear said stated mentioned already earlier above "
-                       "indeed repeat summary precisely exactly".split())
-
-
-def _restated(question: str, mentions: Sequence[Mention], used: set[int], index: int, span: tuple[int, int],
-              spans: Sequence[tuple[int, int]]) -> str | None:
-    """The accounted-for number that mention ``index`` states again, or None: the same value, counting the same
-    thing (the word after it), stated in another sentence whose words are all that sentence's own (besides a
-    restating phrase: "Note that ...") and none of which adds ("also", "more", "than" ...): "Note that
-    Kenneth picks 256 melons on Wednesday", not "His sister picks 256 melons on Wednesday" nor "Kenneth also
-    picks 256 melons". A number whose reading cannot be shown a repeat is an added operation."""
-    start, end = span
-    sentence = question[start:end]
-    if set(WORD.findall(sentence.lower())) & _NOT_A_REPEAT:
-        return None
-    own = content_words(_remove_numbers(sentence)) - _RESTATING
-    head = _unit_words(question, mentions[index], 1)
-    for j in sorted(used):
-        other = mentions[j]
-        if start <= other.start < end or not _shares_value(mentions[index], other):
-            continue
-        if _unit_words(question, other, 1) != head:
-            continue
-        s, e = next(((s, e) for s, e in spans if s <= other.start < e), (0, len(question)))
-        if own <= content_words(_remove_numbers(question[s:e])):
-            return other.text
-    return None
 
 
 def make_guard(embedder: Any = None, config: GuardConfig | None = None) -> ReasoningGuard:

@@ -98,10 +98,13 @@ def asking_modifiers(clause: str) -> Counter[str]:
     return Counter(ASKING_MODIFIERS[w] for w in WORD.findall(text) if w in ASKING_MODIFIERS)
 
 
-def modifier_change(template_asks: str, question_asks: str) -> str | None:
+def modifier_change(template_asks: str, question_asks: str, kinds: frozenset[str] | None = None) -> str | None:
     """How the question's final question changes the template's asking modifiers ("adds a negation", "drops a
-    comparison"); None when it keeps them."""
+    comparison"); None when it keeps them. ``kinds`` limits the comparison to some kinds of modifier."""
     t_mod, q_mod = asking_modifiers(template_asks), asking_modifiers(question_asks)
+    if kinds is not None:
+        t_mod = Counter({k: n for k, n in t_mod.items() if k in kinds})
+        q_mod = Counter({k: n for k, n in q_mod.items() if k in kinds})
     added, dropped = sorted((q_mod - t_mod).elements()), sorted((t_mod - q_mod).elements())
     return f"adds a {added[0]}" if added else f"drops a {dropped[0]}" if dropped else None
 

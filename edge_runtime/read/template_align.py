@@ -171,6 +171,7 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     values: dict[str, str] = {}
     renamed: set[tuple[str, str]] = set()  # (template word, the question's word in its place), before the target
     swapped: set[tuple[str, str]] = set()  # the same, anywhere
+    renamed_away: set[str] = set()  # template words a changed stretch before the target does not keep
     target_start = _target_start(t_tokens)
     template_words = {w for w in t_norm if w.isalpha() and w not in vocab.common}
     in_target: list[tuple[list[str], list[str]]] = []  # changed words of the final question (template, question)
@@ -197,6 +198,7 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         phrase = (_content(words, vocab), _content(q_words, vocab))
         if i2 <= target_start:
             renamed.update(changed)
+            renamed_away.update({vocab.norm(w) for w in words} - {vocab.norm(w) for w in q_words})
             phrases_before.add(phrase)
         else:
             phrases_target.append(phrase)
@@ -229,9 +231,12 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     if in_target and _asks_the_same(t_norm[target_start:], [vocab.norm(t) for t in q_words_all[_target_start(q_words_all):]],
                                     renamed, vocab):
         in_target = []  # posed another way ("What is the number of boxes that Marie did order?"), the same question
-    # One-to-one names already keep the final question on the template's roles: a template name it
-    # uses in another place is renamed away everywhere else.
-    elsewhere = set() if names_one_to_one else {w for w in t_norm[:target_start] if w.isalpha() and w not in vocab.common}
+    # One-to-one names keep the final question on the template's roles where it renames one name for another; a
+    # template name it takes up in another place must have been renamed away there ("hat → beanie, scarf → hat"),
+    # not kept ("how many boys" → "what is the number of girls" where the girls keep their name).
+    elsewhere = {w for w in t_norm[:target_start] if w.isalpha() and w not in vocab.common}
+    if names_one_to_one:
+        elsewhere -= renamed_away
     for t_words, q_words in in_target:
         if any(w in elsewhere and w not in t_words and not _renamed_consistently(w, phrases_before, phrases_target)
                for w in q_words):
@@ -327,11 +332,16 @@ def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tupl
 
     Aligned ``by_shape``, where every name meets the name in its place, each name (a run of naming
     words) must also become one name throughout: "hat → beanie, scarf → hat" renames roles, but
-    "A → B, B → C" with "B" kept in the final question gives B two roles. Aligned by words, only
+    "A → B, B → C" with "B" kept in the final question gives B two roles, and no word of a name may stand for two
+    template names ("questions" → "number of tests" where "tests" keeps its name). Aligned by words, only
     one-word renames count, and a word may be paraphrased two ways ("ate" → "consumed", "had
     consumed"; "person who attends" → "guest")."""
     forward: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
     backward: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+    # by shape, a word of a longer name counts too: "how many *questions*" → "what is the number of *tests*" is the
+    # name ("number", "test"), but "test" keeps its own role elsewhere; the words that only pose a question do not
+    by_word: dict[str, set[tuple[str, ...]]] = {}
+    frame = {vocab.norm(w) for w in vocab.question_frame}
     for op, i1, i2, j1, j2 in opcodes:
         if any(t.startswith(_SLOT) for t in t_norm[i1:i2]):
             continue
@@ -348,7 +358,10 @@ def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tupl
             if t and q and all(_is_name_word(w, vocab) for w in t + q):
                 forward.setdefault(t, set()).add(q)
                 backward.setdefault(q, set()).add(t)
-    return all(len(v) == 1 for v in backward.values()) and (not by_shape or all(len(v) == 1 for v in forward.values()))
+                for word in set(q) - frame:
+                    by_word.setdefault(word, set()).add(t)
+    return all(len(v) == 1 for v in backward.values()) and (not by_shape or all(
+        len(v) == 1 for v in [*forward.values(), *by_word.values()]))
 
 
 def _target_start(t_tokens: list[str]) -> int:

@@ -648,3 +648,52 @@ def test_a_final_question_posed_another_way_keeps_its_modifiers():
     assert check(BUS, "A bus travels 60 miles per hour for 5 hours. A car travels 60 miles per hour for 8 hours. How "
                       "much farther did the bus go, in miles?", BUS_VALUES, "aligned") == (
         "the question's final question drops a comparison, which changes what it asks for")
+
+
+@pytest.mark.parametrize("path", ["aligned", "lm-draft"])
+@pytest.mark.parametrize("question", [
+    # in the final sentence's condition, before its question word
+    DUCKS_STATED.replace("She sells", "If she does not sell") .replace("egg. ", "egg, ")
+    + "how much in dollars does she make every day at the farmers' market?",
+    # in a statement
+    DUCKS_STATED.replace("She eats 2", "She never eats 2") + "How much in dollars does she make every day at the "
+    "farmers' market?",
+    DUCKS_STATED.replace("bakes muffins", "doesn't bake muffins") + "How much in dollars does she make every day at "
+    "the farmers' market?",
+])
+def test_a_negation_anywhere_in_the_question_changes_its_reasoning(question, path):
+    refusal = check(DUCKS, question, DUCK_VALUES, path)
+    assert refusal is not None and "adds a negation" in refusal
+    # the same question without the negation is served
+    plain = question.replace("does not sell", "sells").replace("never eats", "eats").replace("doesn't bake", "bakes")
+    assert check(DUCKS, plain, DUCK_VALUES, path) is None
+
+
+def test_a_negation_the_entry_states_may_stay_but_not_go():
+    entry = EntryPoint(
+        id="not-red", description="marbles that are not red", root="answer", answer_key="answer",
+        template="A bag has {total} marbles. {red} of them are red. How many marbles are not red?",
+        params=(Param("total", "marbles in the bag", int, 10, minimum=0), Param("red", "red marbles", int, 4, minimum=0)))
+    values = {"total": 12, "red": 5}
+    assert check(entry, "A bag has 12 marbles. 5 of them are red. How many marbles are not red?", values, "aligned") is None
+    refusal = check(entry, "A bag has 12 marbles. 5 of them are red. How many marbles are red?", values, "aligned")
+    assert refusal is not None and "drops a negation" in refusal
+
+
+def test_a_negation_that_restates_or_disclaims_is_not_a_change():
+    entry = EntryPoint(
+        id="emails", description="emails answered in a week", root="answer", answer_key="answer",
+        template=("Maya receives {emails} emails a day. {share}% of those emails don't require any response. She "
+                  "responds to the rest of them. How many emails does Maya respond to in a {days} day work week?"),
+        params=(Param("emails", "emails a day", int, 160, minimum=0), Param("share", "percent", int, 35, minimum=0),
+                Param("days", "work days", int, 6, minimum=0)))
+    values = {"emails": 150, "share": 12, "days": 4}
+    stated = "Michael receives 150 emails a day. 12% of those emails don't require any response. "
+    asked = "He responds to the rest of them. How many emails does Michael respond to in a 4 day work week?"
+    # a sentence that only restates one before it says its "not" again
+    assert check(entry, stated + "To be clear, 12% of those emails don't require any response. " + asked, values,
+                 "lm-draft") is None
+    # a phrase calling something irrelevant negates nothing of the reasoning
+    assert check(entry, stated + "His office's new carpet does not affect this. " + asked, values, "lm-draft") is None
+    refusal = check(entry, stated + "He does not respond to the rest of them. " + asked[33:], values, "lm-draft")
+    assert refusal is not None and "adds a negation" in refusal

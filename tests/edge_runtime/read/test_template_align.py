@@ -309,3 +309,36 @@ def test_the_frame_does_not_let_a_word_renamed_away_come_back_in_the_final_quest
                                             "does buy?") == {"a": "5", "b": "6"}
     assert aligned_values(template, params, "Sam buys 5 plums and 6 pears. What is the number of apples that Sam "
                                             "does buy?") is None
+
+
+GIRLS = ("In a certain school, {classes} classes have a total of {students} students. Each class has the same amount "
+         "of students, and in each class {girls}% of the students are girls. How many boys are in each class?")
+GIRLS_PARAMS = (Param(name="classes", description="classes", type=int, original=2),
+                Param(name="students", description="students", type=int, original=80),
+                Param(name="girls", description="percent girls", type=int, original=40))
+GIRLS_STATED = ("In a certain school, 3 classes have a total of 90 students. Each class has the same amount of students, "
+                "and in each class 30% of the students are girls. ")
+
+
+@pytest.mark.parametrize("asked", [
+    "What is the number of girls that are in each class?",  # a name kept in the body, asked in the final question
+    "What is the number of students that are in each class?",
+])
+def test_the_final_question_may_not_take_up_a_name_the_question_keeps_for_another_role(asked):
+    assert aligned_values(GIRLS, GIRLS_PARAMS, GIRLS_STATED + asked) is None
+    # posed another way, the same question is read
+    assert aligned_values(GIRLS, GIRLS_PARAMS, GIRLS_STATED + "What is the number of boys that are in each class?") == {
+        "classes": "3", "students": "90", "girls": "30"}
+
+
+def test_a_word_of_a_longer_name_may_not_stand_for_two_template_names():
+    template = ("Amy's test has {a} multiple-choice questions and {b} long answer questions. Each question is worth "
+                "{p} points. How many points does Amy score if she gets all of them right?")
+    params = (Param(name="a", description="multiple-choice questions", type=int, original=10),
+              Param(name="b", description="long answer questions", type=int, original=5),
+              Param(name="p", description="points per question", type=int, original=2))
+    stated = "Amy's test has 12 multiple-choice questions and 4 long answer questions. Each question is worth 3 points. "
+    assert aligned_values(template, params, stated + "What is the number of points that Amy does score if she gets all "
+                                                     "of them right?") == {"a": "12", "b": "4", "p": "3"}
+    assert aligned_values(template, params, stated + "What is the number of answers that Amy does score if she gets "
+                                                     "all of them right?") is None
