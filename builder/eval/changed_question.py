@@ -2,7 +2,8 @@
 
 The added-clause probes (:mod:`builder.eval.added_clause`) change what a question *states*; these change what it
 *asks*, keeping every statement: the asked noun swapped for another thing the question counts ("How many apples"
-→ "How many pears"), a comparison asked ("How many more apples"), or the question negated ("did not buy"). Each
+→ "How many pears"), a comparison asked ("How many more apples"), the question negated ("did not buy"), or asked
+about another person the question names ("does Sam buy" → "does Kim buy"). Each
 needs other reasoning than the entry's, so none may be served. The seeds are questions the device reads, in their
 original wording and, with ``--reworded``, in the rewording probes' words (``builder/eval/reword_probe.py``, e.g.
 "What is the number of apples that Sam did buy?"), so a reader that accepts more ways to pose a question is checked
@@ -25,15 +26,22 @@ from pathlib import Path
 from typing import Any
 
 from builder.eval.added_clause import half_of
+from edge_runtime.read.question_words import STOP_WORDS
 
 OTHER_NOUN, MORE, NEGATED = "asks another noun", "asks how many more", "asks the negation"
-KINDS = (OTHER_NOUN, MORE, NEGATED)
+OTHER_PERSON = "asks about another person"
+KINDS = (OTHER_NOUN, MORE, NEGATED, OTHER_PERSON)
 
 _ASKED = re.compile(r"\b(?:[Hh]ow (?:many|much)|number of|amount of)\s+(?:the\s+)?"
                     r"(?!(?:does|was|has|is)\b)(?P<noun>[a-z]{3,}s)\b")
 _AUX = re.compile(r"(?<![Ww]hat )\b(?:did|does|do|will|would|can|could|is|are|was|were)\b(?! not)"
-                  r"(?P<subject> (?:he|she|it|they|we|you|I|[A-Z][a-z]+))?")
-_PLURAL = re.compile(r"\b[a-z]{4,}s\b")
+                  r"(?P<subject> (?:he|she|it|they|we|you|I|[A-Z][a-z]+)\b)?")
+#: A thing the question counts: a plural right after a number ("15 stickers", "3 dozen eggs" is skipped).
+_COUNTED = re.compile(r"\b(?:\d+(?:\.\d+)?|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty)\s+([a-z]{3,}s)\b")
+_QUESTION_WORD = re.compile(r"\b(?:[Hh]ow|[Ww]hat)\b")
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
+_NOT_PEOPLE = frozenset("""january february march april may june july august september october november december monday tuesday
+wednesday thursday friday saturday sunday christmas halloween easter thanksgiving""".split())
 
 
 def final_question(text: str) -> tuple[str, str] | None:
@@ -51,10 +59,11 @@ def changes(text: str, rng: random.Random) -> Iterator[tuple[str, str]]:
     if parts is None:
         return
     head, final = parts
-    asked = _ASKED.search(final)
+    wh = _QUESTION_WORD.search(final)
+    asked = _ASKED.search(final, wh.start() if wh else 0)  # what it asks, not a condition before ("If the number of")
     if asked is not None:
         noun = asked.group("noun")
-        others = sorted({w for w in _PLURAL.findall(head) if w != noun and w not in final.lower()})
+        others = sorted({w for w in _COUNTED.findall(head) if w != noun and w not in final.lower()})
         if others:
             yield OTHER_NOUN, head + final[:asked.start("noun")] + rng.choice(others) + final[asked.end("noun"):]
         if noun != "more":
@@ -62,6 +71,20 @@ def changes(text: str, rng: random.Random) -> Iterator[tuple[str, str]]:
     aux = _AUX.search(final)
     if aux is not None:
         yield NEGATED, head + final[:aux.end()] + " not" + final[aux.end():]  # "does she not make", "did not buy"
+    people = _people(head)
+    asked_about = [p for p in _people(final) if p in people]
+    others = [p for p in people if p not in asked_about]
+    if asked_about and others:  # "How many apples does Sam buy?" -> "... does Kim buy?", Kim named before
+        yield OTHER_PERSON, head + re.sub(rf"\b{asked_about[0]}\b", rng.choice(others), final)
+
+
+def _people(text: str) -> list[str]:
+    """Capitalised words that are names, in order: not a word the text also writes in lower case, a question or
+    stop word, a month or a holiday."""
+    lower = set(re.findall(r"\b[a-z]+\b", text))
+    names = [w for w in _CAPITALISED.findall(text) if w.lower() not in lower and w.lower() not in _NOT_PEOPLE
+             and w.lower() not in STOP_WORDS]
+    return list(dict.fromkeys(names))
 
 
 def generate(seeds: Iterable[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:

@@ -51,6 +51,7 @@ from edge_runtime.read.question_words import (
     asked_noun,
     content_words,
     modifier_change,
+    roles_asked_about,
     sentences,
     stem,
     target_clause,
@@ -111,6 +112,9 @@ class GuardConfig:
     #: lets such function words change and the content-word checks drop them (docs/benchmarks.md, *The final
     #: question keeps what it asks*). A negation is compared over the whole question as well.
     check_modifiers: bool = True
+    #: Refuse, on every path, a final question that names another person of the story than the entry's does (people
+    #: counted by their order of first mention, when both stories name as many).
+    check_roles: bool = True
 
 
 @dataclass
@@ -389,11 +393,16 @@ class ReasoningGuard:
         # *not* 30 letters in the pile", "she did *not* eat 3 of them". The aligner lets function words change.
         # Not counted: a sentence that only restates another (its "not" is that one's again) and a phrase that calls
         # something irrelevant ("this price is not relevant"): neither says anything of the reasoning.
-        stated = "".join(" " if any(s <= k < e for s, e in read.restating) else c for k, c in enumerate(question))
-        negated = (modifier_change(read.facts.literal, IRRELEVANCE.sub(" ", stated), _NEGATION)
+        own = "".join(" " if any(s <= k < e for s, e in read.restating) else c for k, c in enumerate(question))
+        negated = (modifier_change(read.facts.literal, IRRELEVANCE.sub(" ", own), _NEGATION)
                    if cfg.check_modifiers else None)
         if negated:
             return f"the question {negated} against the entry's whole question, which changes what it states or asks"
+        # Who it asks about: the final question names the person the entry's names, counted by their order in the
+        # story ("How many apples does Kim buy?" of a story of Sam and Kim, where the entry asks about Sam).
+        t_roles, q_roles = roles_asked_about(read.facts.literal), roles_asked_about(question)
+        if cfg.check_roles and t_roles and q_roles and t_roles[1] == q_roles[1] and t_roles[0] != q_roles[0]:
+            return "the question asks about another person of its story than the entry's question does"
         if cfg.check_target and model_path:
             # A reversed question asks for another quantity the entry talks about ("how many *years*" in an
             # entry that asks for inches over years); a renamed one (grams -> ounces) is not refused here.

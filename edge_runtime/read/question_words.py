@@ -110,3 +110,29 @@ def modifier_change(template_asks: str, question_asks: str, kinds: frozenset[str
 
 
 _VERBS = frozenset("""do does did is are was were will would can could should has have had must might may""".split())
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
+_NOT_PEOPLE = frozenset("""january february march april may june july august september october november december monday
+tuesday wednesday thursday friday saturday sunday""".split())
+
+
+def people(text: str) -> list[str]:
+    """The capitalised words that name someone (or some place or brand) in order of first mention: not a word the
+    text also writes in lower case, a stop word, a month or a day."""
+    lower = set(WORD.findall(text))
+    return list(dict.fromkeys(w for w in _CAPITALISED.findall(text)
+                              if w.lower() not in lower and w.lower() not in STOP_WORDS and w.lower() not in _NOT_PEOPLE))
+
+
+def roles_asked_about(text: str) -> tuple[tuple[int, ...], int] | None:
+    """Who the final question asks about, as the places in the story of the people it names (the second person
+    introduced, the first), and how many people the story names before it; None when it names none of them."""
+    spans = sentences(text)
+    asked = [(s, e) for s, e in spans if "?" in text[s:e]]
+    if len(spans) < 2 or not asked:
+        return None
+    s, e = asked[-1]
+    story = people(text[:s])
+    named = [story.index(p) for p in people(text[s:e]) if p in story]
+    return (tuple(named), len(story)) if named else None

@@ -81,6 +81,10 @@ class AlignWords:
     #: question whose other words are the template's, in order, asks for the same thing however it is posed
     question_frame: frozenset[str] = frozenset()
     stem: Callable[[str], str] = str.lower  # how a word longer than three letters is compared (plural endings)
+    #: words that stand for a person named before ("she"), and the people a text names, in order ("Wendy"): a final
+    #: question may name the person its template's pronoun stands for, when that can only be one person
+    pronouns: frozenset[str] = frozenset()
+    people: Callable[[str], list[str]] = lambda text: []
     number_spans: Callable[[str], list[str]] = _digit_spans  # the number-like spans of a text, in order
     #: whether a word outside the slots may be renamed ("Benny" → "Michael"): only with words to tell a rename from a
     #: changed quantity ("twice" → "thrice") or an added operation ("also"); without them, only the values may differ
@@ -142,9 +146,10 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *,
     if sum((Counter(t for t in t_norm if not t.startswith(_SLOT)) & Counter(q_norm)).values()) < min_anchor_ratio * len(literal):
         return None  # too few of the template's words are in the question at all (the cheap test first)
     by_word = SequenceMatcher(None, t_norm, q_norm, autojunk=False).get_opcodes()
+    story = [vocab.norm(p.lower()) for p in vocab.people(template)]  # the people the template names
     if _renames_one_to_one(t_norm, q_norm, by_word, vocab, by_shape=False):
         values = _read_alignment(t_tokens, t_norm, len(literal), q_tokens, question, by_word, params, min_anchor_ratio,
-                                 vocab)
+                                 vocab, story=story)
         if values is not None:
             return values
     if not vocab.renames:
@@ -153,12 +158,13 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *,
     if shape_ops == by_word or not _renames_one_to_one(t_norm, q_norm, shape_ops, vocab, by_shape=True):
         return None
     return _read_alignment(t_tokens, t_norm, len(literal), q_tokens, question, shape_ops, params, min_anchor_ratio,
-                           vocab, names_one_to_one=True)
+                           vocab, names_one_to_one=True, story=story)
 
 
 def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_tokens: list[tuple[str, int, int]],
                     question: str, opcodes: list[tuple[str, int, int, int, int]], params: tuple[Param, ...],
-                    min_anchor_ratio: float, vocab: AlignWords, *, names_one_to_one: bool = False) -> dict[str, str] | None:
+                    min_anchor_ratio: float, vocab: AlignWords, *, names_one_to_one: bool = False,
+                    story: list[str] | None = None) -> dict[str, str] | None:
     """The slot values an alignment (difflib opcodes of template tokens, normalised as ``t_norm``, against
     question tokens; ``n_literal`` template words besides the slots) reads, if every differing stretch obeys
     the rules in the module docstring. ``names_one_to_one``: the alignment
@@ -172,6 +178,7 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     renamed: set[tuple[str, str]] = set()  # (template word, the question's word in its place), before the target
     swapped: set[tuple[str, str]] = set()  # the same, anywhere
     renamed_away: set[str] = set()  # template words a changed stretch before the target does not keep
+    pronoun_names: dict[str, set[str]] = {}  # a template pronoun -> the names the question puts in its place before
     target_start = _target_start(t_tokens)
     template_words = {w for w in t_norm if w.isalpha() and w not in vocab.common}
     in_target: list[tuple[list[str], list[str]]] = []  # changed words of the final question (template, question)
@@ -199,6 +206,9 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         if i2 <= target_start:
             renamed.update(changed)
             renamed_away.update({vocab.norm(w) for w in words} - {vocab.norm(w) for w in q_words})
+            for a, b in pairs:
+                if a in vocab.pronouns and b != a:
+                    pronoun_names.setdefault(a, set()).add(b)
             phrases_before.add(phrase)
         else:
             phrases_target.append(phrase)
@@ -239,7 +249,7 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         elsewhere -= renamed_away
     for t_words, q_words in in_target:
         if any(w in elsewhere and w not in t_words and not _renamed_consistently(w, phrases_before, phrases_target)
-               for w in q_words):
+               and not _names_the_pronoun(w, t_words, pronoun_names, story or [], vocab) for w in q_words):
             return None  # the final question asks for a quantity the template gives another role
         if n_literal < 30 and not _renamed_throughout(t_words, q_words, renamed, vocab):
             return None  # the final question of a short template asks for something else
@@ -338,10 +348,7 @@ def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tupl
     consumed"; "person who attends" → "guest")."""
     forward: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
     backward: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
-    # by shape, a word of a longer name counts too: "how many *questions*" → "what is the number of *tests*" is the
-    # name ("number", "test"), but "test" keeps its own role elsewhere; the words that only pose a question do not
-    by_word: dict[str, set[tuple[str, ...]]] = {}
-    frame = {vocab.norm(w) for w in vocab.question_frame}
+    named: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
     for op, i1, i2, j1, j2 in opcodes:
         if any(t.startswith(_SLOT) for t in t_norm[i1:i2]):
             continue
@@ -358,10 +365,19 @@ def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tupl
             if t and q and all(_is_name_word(w, vocab) for w in t + q):
                 forward.setdefault(t, set()).add(q)
                 backward.setdefault(q, set()).add(t)
-                for word in set(q) - frame:
-                    by_word.setdefault(word, set()).add(t)
-    return all(len(v) == 1 for v in backward.values()) and (not by_shape or all(
-        len(v) == 1 for v in [*forward.values(), *by_word.values()]))
+                named.append((t, q))
+    if not all(len(v) == 1 for v in backward.values()):
+        return False
+    if not by_shape:
+        return True
+    # by shape, the last word of a longer name counts too: "how many *questions*" → "what is the number of *tests*"
+    # is the name ("number", "test"), but "test" is a whole name of its own elsewhere (not a word that only poses a
+    # question, nor one the template's name has too; a name that shares words with the other is the same name read
+    # with a neighbour: "either play video games"). The last word: "play video games" names games, not "play".
+    frame = {vocab.norm(w) for w in vocab.question_frame}
+    return all(len(v) == 1 for v in forward.values()) and not any(
+        not set(other) & set(t) for t, q in named if len(q) > 1 and q[-1] not in frame and q[-1] not in t
+        for other in backward.get((q[-1],), ()))
 
 
 def _target_start(t_tokens: list[str]) -> int:
@@ -399,6 +415,15 @@ def _renamed_consistently(word: str, before: set[tuple[tuple[str, ...], tuple[st
     → "the rest read or bake; 10 dance ... how many bake" names the same roles with other hobbies."""
     return (any(word in q and (t, q) in before for t, q in target)
             and any(word in t and word not in q for t, q in before))
+
+
+def _names_the_pronoun(word: str, t_words: list[str], pronoun_names: dict[str, set[str]], story: list[str],
+                       vocab: AlignWords) -> bool:
+    """``word`` names the person a pronoun of the template's final question stands for: the only person the
+    template names ("How many books will *she* need" of a story about Wendy alone → "will *Wendy* need"), or the
+    name the question put in that pronoun's place everywhere it changed it before ("If *Marissa* wants ..., does
+    *Marissa* need")."""
+    return any(p in vocab.pronouns and (story == [word] or pronoun_names.get(p) == {word}) for p in t_words)
 
 
 def _renamed_throughout(t_words: list[str], q_words: list[str], renamed: set[tuple[str, str]], vocab: AlignWords) -> bool:

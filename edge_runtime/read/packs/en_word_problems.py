@@ -14,7 +14,7 @@ from dataclasses import fields
 from typing import Any
 
 from edge_runtime.entries.metadata import Param
-from edge_runtime.read import disclaimers, draft, guard, mentions, values
+from edge_runtime.read import disclaimers, draft, guard, mentions, question_words, values
 from edge_runtime.read.english_words import CARDINALS, ONES, TENS, plural_stem
 from edge_runtime.read.packs.base import Guard, ReadingPack, Setting
 from edge_runtime.read.template_align import AlignWords
@@ -42,6 +42,8 @@ can could will would should may might must per one please""".split()),
     question_frame=frozenset("""how many much what which is are was were the a an of number amount total that do does
 did will would can could calculate find determine compute""".split()),
     stem=plural_stem,
+    pronouns=frozenset("he she him her they them".split()),
+    people=question_words.people,
     number_spans=draft.number_spans,
     renames=True,
 )

@@ -697,3 +697,24 @@ def test_a_negation_that_restates_or_disclaims_is_not_a_change():
     assert check(entry, stated + "His office's new carpet does not affect this. " + asked, values, "lm-draft") is None
     refusal = check(entry, stated + "He does not respond to the rest of them. " + asked[33:], values, "lm-draft")
     assert refusal is not None and "adds a negation" in refusal
+
+
+TWO_PEOPLE = EntryPoint(
+    id="two-people", description="apples Sam buys", root="answer", answer_key="answer",
+    template="Sam buys {a} apples at the market. Kim buys {b} pears there. How many apples does Sam buy in {w} weeks?",
+    params=(Param("a", "apples a week", int, 3, minimum=0), Param("b", "pears a week", int, 4, minimum=0),
+            Param("w", "weeks", int, 2, minimum=0)))
+
+
+@pytest.mark.parametrize("path", ["aligned", "lm-draft"])
+def test_a_final_question_about_another_person_of_the_story_asks_for_something_else(path):
+    values = {"a": 5, "b": 6, "w": 3}
+    renamed = "Lucy buys 5 apples at the market. Omar buys 6 pears there. How many apples does {} buy in 3 weeks?"
+    assert check(TWO_PEOPLE, renamed.format("Lucy"), values, path) is None
+    assert check(TWO_PEOPLE, renamed.format("Omar"), values, path) == (
+        "the question asks about another person of its story than the entry's question does")
+    # people are told apart by the order the story names them in: a story told in the other order is a miss (the
+    # guard cannot tell it from a question about the other person), never a wrong answer
+    swapped = "Omar buys 6 pears at the market. Lucy buys 5 apples there. How many apples does Lucy buy in 3 weeks?"
+    assert check(TWO_PEOPLE, swapped, values, path) is not None
+    assert ReasoningGuard(GuardConfig(check_roles=False))(TWO_PEOPLE, renamed.format("Omar"), values, path) is None

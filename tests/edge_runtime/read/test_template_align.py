@@ -342,3 +342,34 @@ def test_a_word_of_a_longer_name_may_not_stand_for_two_template_names():
                                                      "of them right?") == {"a": "12", "b": "4", "p": "3"}
     assert aligned_values(template, params, stated + "What is the number of answers that Amy does score if she gets "
                                                      "all of them right?") is None
+
+
+def test_the_final_question_may_name_the_person_its_pronoun_can_only_stand_for():
+    template = ("Wendy places {a} books on each of {b} shelves in the school library early before the first class of the "
+                "day starts. How many books will she need to carry?")
+    params = (Param(name="a", description="books per shelf", type=int, original=5),
+              Param(name="b", description="shelves", type=int, original=3))
+    assert aligned_values(template, params, "Wendy places 6 books on each of 4 shelves in the school library early before the "
+                          "first class of the day starts. How many books will Wendy need to carry?") == {"a": "6", "b": "4"}
+    # with two people in the story, "she" is named by the question before or not at all
+    two = ("Wendy and Kim place {a} books on each of {b} shelves with their friend Ann in the school library. She "
+           "wants to finish first. How many books will she need to carry?")
+    said = ("Wendy and Kim place 6 books on each of 4 shelves with their friend Ann in the school library. {} wants to "
+            "finish first. How many books will {} need to carry?")
+    assert aligned_values(two, params, said.format("Wendy", "Wendy")) == {"a": "6", "b": "4"}
+    assert aligned_values(two, params, said.format("Wendy", "Kim")) is None
+    assert aligned_values(two, params, said.format("She", "Kim")) is None
+
+
+@pytest.mark.parametrize("hobby", ["play video games", "bake"])
+def test_names_sharing_a_word_are_not_two_roles(hobby):
+    template = ("Of {n} students, {a} like to bake, {b} like to play golf, and the rest like to either play video "
+                "games or play music. How many like to play video games if the number that like to play music is "
+                "twice the number that like to play golf?")
+    params = (Param(name="n", description="students", type=int, original=100),
+              Param(name="a", description="bakers", type=int, original=10),
+              Param(name="b", description="golfers", type=int, original=5))
+    question = (f"Of 120 students, 12 like to {hobby}, 7 like to play tennis, and the rest like to either hike or play "
+                "music. How many like to hike if the number that like to play music is twice the number that like to "
+                "play tennis?")
+    assert aligned_values(template, params, question) == {"n": "120", "a": "12", "b": "7"}
