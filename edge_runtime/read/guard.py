@@ -112,8 +112,8 @@ class GuardConfig:
     #: lets such function words change and the content-word checks drop them (docs/benchmarks.md, *The final
     #: question keeps what it asks*). A negation is compared over the whole question as well.
     check_modifiers: bool = True
-    #: Refuse, on every path, a final question that names another person of the story than the entry's does (people
-    #: counted by their order of first mention, when both stories name as many).
+    #: Refuse, on every path, a final question that asks about, or whose condition names, another person of the story
+    #: than the entry's does (people counted by their order of first mention, when both name as many).
     check_roles: bool = True
 
 
@@ -400,9 +400,12 @@ class ReasoningGuard:
             return f"the question {negated} against the entry's whole question, which changes what it states or asks"
         # Who it asks about: the final question names the person the entry's names, counted by their order in the
         # story ("How many apples does Kim buy?" of a story of Sam and Kim, where the entry asks about Sam).
-        t_roles, q_roles = roles_asked_about(read.facts.literal), roles_asked_about(question)
-        if cfg.check_roles and t_roles and q_roles and t_roles[1] == q_roles[1] and t_roles[0] != q_roles[0]:
-            return "the question asks about another person of its story than the entry's question does"
+        (t_asks, t_if, t_people), (q_asks, q_if, q_people) = roles_asked_about(read.facts.literal), roles_asked_about(question)
+        if cfg.check_roles and t_people == q_people:
+            if _other_people(t_asks, q_asks):
+                return "the question asks about another person of its story than the entry's question does"
+            if _other_people(t_if, q_if):
+                return "the final question's condition is about another person of its story than the entry's"
         if cfg.check_target and model_path:
             # A reversed question asks for another quantity the entry talks about ("how many *years*" in an
             # entry that asks for inches over years); a renamed one (grams -> ounces) is not refused here.
@@ -553,6 +556,16 @@ def _share_of(text: str, mentions: Sequence[Mention], used: set[int], value: flo
         if reads_as_share(share.values[0], "times" in between.lower()) and same_value(share.values[0] * whole.values[0], value):
             return i, i + 1
     return None
+
+
+def _other_people(template: tuple[int, ...], question: tuple[int, ...]) -> bool:
+    """The question names other people of the story than the template, in the same place: not one named for a
+    pronoun or a pronoun for one ("does *she* have" → "does *Martha* have" names more, never someone else), but one
+    person for another, or two compared the other way round ("than Liam" ↔ "than Mitchell")."""
+    t, q = tuple(dict.fromkeys(template)), tuple(dict.fromkeys(question))
+    if not t or not q:
+        return False
+    return (not set(t) <= set(q) and not set(q) <= set(t)) or (len(t) == len(q) and t != q)
 
 
 _NEGATION = frozenset({"negation"})

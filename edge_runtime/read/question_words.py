@@ -125,14 +125,22 @@ def people(text: str) -> list[str]:
                               if w.lower() not in lower and w.lower() not in STOP_WORDS and w.lower() not in _NOT_PEOPLE))
 
 
-def roles_asked_about(text: str) -> tuple[tuple[int, ...], int] | None:
-    """Who the final question asks about, as the places in the story of the people it names (the second person
-    introduced, the first), and how many people the story names before it; None when it names none of them."""
+_CONDITION = re.compile(r"\b(?:if|when|after|before|given|assuming|suppose|since|because)\b", re.IGNORECASE)
+
+
+def roles_asked_about(text: str) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """Whom the final question asks about and whom its condition names, as the places in the story of the people
+    they name (the second person the text names, the first), and how many people the text names. The asking part
+    runs from the question word to a condition ("how many does Sam have *if* Kim has 4"); the condition is the rest
+    of the final sentence ("If Kim has 4, ..."), so a condition stated in a sentence of its own names no one here."""
     spans = sentences(text)
     asked = [(s, e) for s, e in spans if "?" in text[s:e]]
-    if len(spans) < 2 or not asked:
-        return None
-    s, e = asked[-1]
-    story = people(text[:s])
-    named = [story.index(p) for p in people(text[s:e]) if p in story]
-    return (tuple(named), len(story)) if named else None
+    story = people(text)
+    if not asked or not story:
+        return (), (), len(story)
+    final = text[slice(*asked[-1])]
+    target = target_clause(final)
+    asking = _CONDITION.split(target, maxsplit=1)[0]
+    condition = final.replace(asking, " ")
+    return (tuple(story.index(p) for p in people(asking) if p in story),
+            tuple(story.index(p) for p in people(condition) if p in story), len(story))

@@ -718,3 +718,21 @@ def test_a_final_question_about_another_person_of_the_story_asks_for_something_e
     swapped = "Omar buys 6 pears at the market. Lucy buys 5 apples there. How many apples does Lucy buy in 3 weeks?"
     assert check(TWO_PEOPLE, swapped, values, path) is not None
     assert ReasoningGuard(GuardConfig(check_roles=False))(TWO_PEOPLE, renamed.format("Omar"), values, path) is None
+
+
+@pytest.mark.parametrize(("question", "served"), [
+    # a pronoun named, or a name made a pronoun: the same person
+    ("Lucy buys 5 apples at the market. Omar buys 6 pears there. How many apples does she buy in 3 weeks?", True),
+    # the condition names another person than the entry's condition
+    ("Lucy buys 5 apples at the market. Omar buys 6 pears there. If Omar is busy, how many apples does Lucy buy in 3 "
+     "weeks?", False),
+])
+def test_whom_the_final_question_names(question, served):
+    entry = EntryPoint(
+        id="two-people-if", description="apples Sam buys", root="answer", answer_key="answer",
+        template=("Sam buys {a} apples at the market. Kim buys {b} pears there. If Sam is busy, how many apples does "
+                  "Sam buy in {w} weeks?"),
+        params=TWO_PEOPLE.params)
+    if "If" not in question:
+        entry = TWO_PEOPLE
+    assert (check(entry, question, {"a": 5, "b": 6, "w": 3}, "lm-draft") is None) is served
