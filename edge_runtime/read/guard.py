@@ -50,6 +50,7 @@ from edge_runtime.read.question_words import (
     WORD,
     asked_noun,
     content_words,
+    match_people,
     modifier_change,
     roles_asked_about,
     sentences,
@@ -398,13 +399,15 @@ class ReasoningGuard:
                    if cfg.check_modifiers else None)
         if negated:
             return f"the question {negated} against the entry's whole question, which changes what it states or asks"
-        # Who it asks about: the final question names the person the entry's names, counted by their order in the
-        # story ("How many apples does Kim buy?" of a story of Sam and Kim, where the entry asks about Sam).
-        (t_asks, t_if, t_people), (q_asks, q_if, q_people) = roles_asked_about(read.facts.literal), roles_asked_about(question)
-        if cfg.check_roles and t_people == q_people:
-            if _other_people(t_asks, q_asks):
+        # Who it asks about: the final question names the person the entry's names ("How many apples does Kim
+        # buy?" of a story of Sam and Kim, where the entry asks about Sam), people matched by name where the question
+        # keeps the entry's names, else by their order in the story.
+        (t_asks, t_if, t_story), (q_asks, q_if, q_story) = roles_asked_about(read.facts.literal), roles_asked_about(question)
+        same = match_people(t_story, q_story) if cfg.check_roles else None
+        if same is not None:
+            if _other_people(tuple(same[p] for p in t_asks), q_asks):
                 return "the question asks about another person of its story than the entry's question does"
-            if _other_people(t_if, q_if):
+            if _other_people(tuple(same[p] for p in t_if), q_if):
                 return "the final question's condition is about another person of its story than the entry's"
         if cfg.check_target and model_path:
             # A reversed question asks for another quantity the entry talks about ("how many *years*" in an
@@ -558,7 +561,7 @@ def _share_of(text: str, mentions: Sequence[Mention], used: set[int], value: flo
     return None
 
 
-def _other_people(template: tuple[int, ...], question: tuple[int, ...]) -> bool:
+def _other_people(template: tuple[str, ...], question: tuple[str, ...]) -> bool:
     """The question names other people of the story than the template, in the same place: not one named for a
     pronoun or a pronoun for one ("does *she* have" → "does *Martha* have" names more, never someone else), but one
     person for another, or two compared the other way round ("than Liam" ↔ "than Mitchell")."""

@@ -114,7 +114,7 @@ _VERBS = frozenset("""do does did is are was were will would can could should ha
 
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 _NOT_PEOPLE = frozenset("""january february march april may june july august september october november december monday
-tuesday wednesday thursday friday saturday sunday""".split())
+tuesday wednesday thursday friday saturday sunday because since although though unless until whereas""".split())
 
 
 def people(text: str) -> list[str]:
@@ -128,19 +128,33 @@ def people(text: str) -> list[str]:
 _CONDITION = re.compile(r"\b(?:if|when|after|before|given|assuming|suppose|since|because)\b", re.IGNORECASE)
 
 
-def roles_asked_about(text: str) -> tuple[tuple[int, ...], tuple[int, ...], int]:
-    """Whom the final question asks about and whom its condition names, as the places in the story of the people
-    they name (the second person the text names, the first), and how many people the text names. The asking part
-    runs from the question word to a condition ("how many does Sam have *if* Kim has 4"); the condition is the rest
-    of the final sentence ("If Kim has 4, ..."), so a condition stated in a sentence of its own names no one here."""
+def roles_asked_about(text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """Whom the final question asks about, whom its condition names, and the people of the whole text in order of
+    first mention. The asking part runs from the question word to a condition ("how many does Sam have *if* Kim has
+    4"); the condition is the rest of the final sentence ("If Kim has 4, ..."), so a condition stated in a sentence
+    of its own names no one here. A text that asks nothing asks with its last sentence ("Calculate ...")."""
     spans = sentences(text)
     asked = [(s, e) for s, e in spans if "?" in text[s:e]]
-    story = people(text)
+    if not asked and spans:  # an instruction ("Calculate the average age ..."): its first word is its verb
+        start = spans[-1][0] + len(text[spans[-1][0]:]) - len(text[spans[-1][0]:].lstrip())
+        text = text[:start] + re.sub(r"^\w+", lambda m: m.group().lower(), text[start:])
+        asked = spans[-1:]
+    story = tuple(people(text))
     if not asked or not story:
-        return (), (), len(story)
+        return (), (), story
     final = text[slice(*asked[-1])]
     target = target_clause(final)
     asking = _CONDITION.split(target, maxsplit=1)[0]
     condition = final.replace(asking, " ")
-    return (tuple(story.index(p) for p in people(asking) if p in story),
-            tuple(story.index(p) for p in people(condition) if p in story), len(story))
+    return (tuple(p for p in people(asking) if p in story), tuple(p for p in people(condition) if p in story), story)
+
+
+def match_people(template: tuple[str, ...], question: tuple[str, ...]) -> dict[str, str] | None:
+    """Who in the question is who in the template: a name both texts use is the same person wherever it is first
+    mentioned (statements reordered keep their people), the others pair off in order of first mention (names
+    changed keep their places). None when the two stories do not name as many people."""
+    if len(template) != len(question):
+        return None
+    kept = set(template) & set(question)
+    renamed = dict(zip((p for p in template if p not in kept), (p for p in question if p not in kept)))
+    return {p: p if p in kept else renamed[p] for p in template}

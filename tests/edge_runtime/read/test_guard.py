@@ -717,6 +717,11 @@ def test_a_final_question_about_another_person_of_the_story_asks_for_something_e
     # guard cannot tell it from a question about the other person), never a wrong answer
     swapped = "Omar buys 6 pears at the market. Lucy buys 5 apples there. How many apples does Lucy buy in 3 weeks?"
     assert check(TWO_PEOPLE, swapped, values, path) is not None
+    # where the question keeps the entry's names, a name is the same person wherever the story first mentions it
+    reordered = "Kim buys 6 pears at the market. Sam buys 5 apples there. How many apples does {} buy in 3 weeks?"
+    assert check(TWO_PEOPLE, reordered.format("Sam"), values, path) is None
+    assert check(TWO_PEOPLE, reordered.format("Kim"), values, path) == (
+        "the question asks about another person of its story than the entry's question does")
     assert ReasoningGuard(GuardConfig(check_roles=False))(TWO_PEOPLE, renamed.format("Omar"), values, path) is None
 
 
@@ -736,3 +741,20 @@ def test_whom_the_final_question_names(question, served):
     if "If" not in question:
         entry = TWO_PEOPLE
     assert (check(entry, question, {"a": 5, "b": 6, "w": 3}, "lm-draft") is None) is served
+
+
+@pytest.mark.parametrize(("question", "served"), [
+    ("Lucy buys 5 apples at the market. Omar buys 6 pears there. How many apples does Lucy buy in 3 weeks if Lucy "
+     "is busy?", True),
+    ("Lucy buys 5 apples at the market. Omar buys 6 pears there. How many apples does Lucy buy in 3 weeks if Omar "
+     "is busy?", False),
+])
+def test_an_entry_that_asks_with_an_instruction_has_its_people_read_too(question, served):
+    # "Calculate" opens the instruction: a verb, not a third person of the story
+    entry = EntryPoint(
+        id="two-people-calc", description="apples Sam buys", root="answer", answer_key="answer",
+        template=("Sam buys {a} apples at the market. Kim buys {b} pears there. Calculate how many apples Sam buys in "
+                  "{w} weeks if Sam is busy."),
+        params=TWO_PEOPLE.params)
+    refusal = check(entry, question, {"a": 5, "b": 6, "w": 3}, "lm-draft")
+    assert (refusal is None) is served, refusal
