@@ -28,13 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builder.gsm8k import is_close
-from builder.independent import WORKED_SOLUTION, IndependentProgram
+from builder.independent import IndependentProgram
 from builder.pot_import.plan import ParamPlan, Plan, draw_values
 from builder.pot_import.planner import plan_parameters
 from builder.pot_import.program import PalProgram, RunTimeout
 from builder.pot_import.transcripts import Rejected
 from builder.prose_units import doubtful_binding, nouns_after_numbers
 from builder.verification import Verification
+from builder.worked_solution import WORKED_SOLUTION
 from edge_runtime.answer.verification import VerificationStatus
 
 #: Variants a verified entry must agree on (the issue's K >= 8).

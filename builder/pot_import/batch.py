@@ -19,11 +19,12 @@ from typing import Any
 
 from builder.confined_pool import MalformedReply, WorkerLost, confined_map, rebuild_dataclass
 from builder.gsm8k import ReferenceIndex, is_close, read_jsonl
-from builder.independent import IndependentProgram, load_independent, load_worked_solutions
+from builder.independent import IndependentProgram, load_independent
 from builder.pot_import.matching import sanitise
 from builder.pot_import.program import RunTimeout, deadline
 from builder.pot_import.transcripts import REASONS, Rejected, Transcript, join_transcripts
 from builder.pot_import.verify import ExactEmbedder, Importer, ImportOptions, ImportResult, describe_exc
+from builder.worked_solution import load_worked_solutions
 from edge_runtime.entries.validator import validate_source
 from edge_runtime.errors import UnsafeCodeError
 from edge_runtime.execute.wire import _dumps_for_parent

@@ -69,7 +69,7 @@ def test_a_disagreement_freezes_the_blamed_parameter_and_keeps_the_rest(importer
 
 
 def test_the_reference_solution_outweighs_a_program_that_shares_the_entrys_mistake(importer: Importer) -> None:
-    from builder.independent import WORKED_SOLUTION
+    from builder.worked_solution import WORKED_SOLUTION
 
     shares_the_mistake = IndependentProgram("same-mistake", as_solution("p = 4\nans = p * p / 2"))
     result = importer.import_one(with_independent(transcript(PENS, BY_COINCIDENCE, 8), shares_the_mistake))
@@ -151,8 +151,8 @@ def test_run_import_records_the_status_and_counts_verified_entries(tmp_path: Pat
 
 
 def test_a_worked_solution_becomes_a_program_that_chains_its_steps() -> None:
-    from builder.independent import worked_solution_program
     from builder.pot_import.program import PalProgram
+    from builder.worked_solution import worked_solution_program
 
     answer = ("She has 16 - 3 - 4 = <<16-3-4=9>>9 eggs left.\nShe makes 9 * 2 = $<<9*2=18>>18 every day.\n#### 18")
     code = worked_solution_program(answer, 18, "Ducks lay 16 eggs. She eats 3 and bakes with 4. Each egg sells for $2. How much?")
@@ -164,7 +164,7 @@ def test_a_worked_solution_becomes_a_program_that_chains_its_steps() -> None:
 
 
 def test_a_worked_solution_whose_number_could_be_a_result_or_a_given_is_not_used() -> None:
-    from builder.independent import worked_solution_program
+    from builder.worked_solution import worked_solution_program
 
     question = "He sold 10 boxes on Saturday and 5 more on Sunday, and 15 pies. Boxes cost $2, pies $15. How much?"
     answer = "Sunday: 10+5=<<10+5=15>>15 boxes.\nBoxes: 25*2=<<25*2=50>>50. Pies: 15*15=<<15*15=225>>225.\n" \
@@ -176,8 +176,9 @@ def test_a_worked_solution_whose_number_could_be_a_result_or_a_given_is_not_used
 def test_a_given_that_a_worked_solution_repeats_is_one_parameter() -> None:
     """Each step writes the given again ("3 * 20", "4 * 20", "20 + ..."): a variant must change all of them,
     or the solution disagrees with a right entry and the importer freezes a parameter that was fine."""
-    from builder.independent import IndependentProgram, worked_solution_program
+    from builder.independent import IndependentProgram
     from builder.independent_check import bind
+    from builder.worked_solution import worked_solution_program
 
     question = ("Twenty kernels pop in the first minute, then three times that amount in the second. "
                 "In the third minute four times the first minute's number pop. How many pop in all?")
@@ -190,7 +191,7 @@ def test_a_given_that_a_worked_solution_repeats_is_one_parameter() -> None:
 
 def test_a_worked_solution_that_adds_two_equal_results_is_not_used() -> None:
     """"6 + 6" after two steps that both gave 6 cannot be chained: a guess would read one step twice."""
-    from builder.independent import worked_solution_program
+    from builder.worked_solution import worked_solution_program
 
     question = "A class has 30 students; 20% play football and 25% of the rest are in the band. How many leave early?"
     answer = ("Football: 30*0.2=<<30*0.2=6>>6. Rest: 30-6=<<30-6=24>>24. Band: 24*0.25=<<24*0.25=6>>6.\n"
@@ -202,8 +203,8 @@ def test_a_worked_solution_that_adds_two_equal_results_is_not_used() -> None:
 def test_a_last_line_worked_by_hand_is_the_final_step() -> None:
     """GSM8K solutions often compute the last step without a calculator annotation ("so the boots cost
     99 + 5 = $104"); it is the step that reaches the gold, read as plain arithmetic once its words go."""
-    from builder.independent import worked_solution_program
     from builder.pot_import.program import PalProgram
+    from builder.worked_solution import worked_solution_program
 
     question = "Heels cost $33 a pair and she buys 3 pairs; the boots cost $5 more than the heels together. Boots?"
     answer = "The heels cost 33 * 3 = $<<33*3=99>>99 together.\nSo the boots cost 99 + 5 = $104.\n#### 104"
@@ -220,8 +221,34 @@ def test_a_last_line_worked_by_hand_is_the_final_step() -> None:
 def test_a_step_that_chains_a_result_annotated_without_its_calculation_is_not_used() -> None:
     """"12 inches / 12 inches/foot = <<1=1>>1 foot" hides what the 1 was computed from: chained, the
     solution would keep it constant on every variant and veto a right entry."""
-    from builder.independent import worked_solution_program
+    from builder.worked_solution import worked_solution_program
 
     answer = ("Remoras: 6*2=<<6*2=12>>12 inches.\nIn feet: 12 / 12 = <<1=1>>1 foot.\n"
               "Share: 1/10*100=<<1/10*100=10>>10%\n#### 10")
     assert worked_solution_program(answer, 10, "A 10-foot shark has 2 6-inch remoras. What percent?") is None
+
+
+def test_a_bare_annotation_takes_the_arithmetic_its_line_writes() -> None:
+    """"costs $5 because 3 + 2 = <<5=5>>5" writes its inputs in the prose: the step reads them, so a variant of
+    the $3 lemons changes it; a step that divides one earlier result by itself is still not used."""
+    from builder.pot_import.program import PalProgram
+    from builder.worked_solution import worked_solution_program
+
+    question = "Lemons cost $3 and sugar $2 a gallon. They sell 20 glasses a gallon at $0.50. Profit a gallon?"
+    answer = ("Each gallon sells for 20 x .5 = <<20*.5=10>>10\nEach gallon costs $5 to make because 3 + 2 = <<5=5>>5\n"
+              "Profit: 10 - 5 = <<10-5=5>>5\n#### 5")
+    program = PalProgram(worked_solution_program(answer, 5, question))
+    assert program.run() == 5 and sorted(lit.value for lit in program.literals) == [0.5, 2, 3, 20]
+    cancels = ("Remoras: 6*2=<<6*2=12>>12 inches.\nIn feet: 12 inches / 12 inches/foot = <<1=1>>1 foot.\n"
+               "Share: 1/10*100=<<1/10*100=10>>10%\n#### 10")
+    assert worked_solution_program(cancels, 10, "A 10-foot shark has 2 6-inch remoras. What percent?") is None
+
+
+def test_a_result_added_to_itself_is_one_step_read_twice() -> None:
+    """"15 + 15" for two riders doubles one result: chained, both follow the step on every variant."""
+    from builder.pot_import.program import PalProgram
+    from builder.worked_solution import worked_solution_program
+
+    answer = "Each rides 3 x 5 = <<3*5=15>>15 times.\nTogether 15+15 = <<15+15=30>>30 times.\n#### 30"
+    program = PalProgram(worked_solution_program(answer, 30, "Two friends ride 3 times a day for 5 days. Rides?"))
+    assert program.run() == 30 and sorted(lit.value for lit in program.literals) == [3, 5]

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from builder.gsm8k import scan_numbers
-from builder.independent import WORKED_SOLUTION, IndependentProgram, as_solution, worked_solution_program
+from builder.independent import IndependentProgram, as_solution
 from builder.independent_check import bind, check
 from builder.pot_import.plan import oracle_values
 from builder.pot_import.verify import Importer, ImportOptions
 from builder.prose_units import doubtful_binding, nouns_after_numbers
 from builder.verification import Verification
+from builder.worked_solution import WORKED_SOLUTION, worked_solution_program
 from edge_runtime.answer.verification import VerificationStatus
 from tests.builder.test_pot_import import transcript
 

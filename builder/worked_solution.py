@@ -1,0 +1,244 @@
+"""The reference's own worked solution as an independent program (a GSM8K answer's calculator steps).
+
+A GSM8K answer writes each step with a calculator annotation (``16-3-4=<<16-3-4=9>>9``). Read as a
+chain of assignments, the steps are a program written by a person who reached the gold answer, so it
+checks an entry as :mod:`builder.independent`'s model-written programs do. What a number of a step
+*is* has to be decided: a given of the question (a literal the importer binds to the question's
+mention), or an earlier step's result (a name). A number that could be several of these makes the
+solution unusable: a wrong guess could agree with an entry that made the same mistake. Choosing by the
+words of the step's line was measured and dropped (2026-12-06): on the GSM8K import it verified 24 more
+entries but vetoed 7 right ones that Codex programs verify ("150 + 100" read the question's 100 stickers
+for the 100 a step had just computed), and a reading wrong in that way is the very coincidence an entry
+that is right only on its original numbers makes.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from builder.gsm8k import ReferenceIndex, is_close, read_jsonl, scan_numbers
+from builder.independent import IndependentProgram
+
+#: The source name of a reference's own worked solution.
+WORKED_SOLUTION = "reference_worked_solution"
+
+_ANNOTATION = re.compile(r"<<([^<>=]+)=([^<>]+)>>")
+_ARITHMETIC = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Add, ast.Sub, ast.Mult, ast.Div,
+               ast.FloorDiv, ast.Mod, ast.Pow, ast.USub, ast.UAdd)
+
+
+@dataclass(frozen=True)
+class _Step:
+    name: str
+    expr: ast.expr
+    result: float
+
+
+def worked_solution_program(answer: str, gold: Any, question: str = "") -> str | None:
+    """The calculator annotations of a GSM8K worked answer as a program (None: not usable).
+
+    Each annotation becomes one assignment; a number that equals an earlier step's result is read
+    from that step (the chain of the solution), every other number stays a literal that the
+    importer binds to the question's mentions. A number that could be the result of two earlier steps,
+    or an earlier result and a value the question states, makes the solution unusable, and so does a
+    step that divides an earlier result by itself (:func:`_cancels`). An
+    annotation that writes its result bare (``3 + 2 = <<5=5>>5``) takes the arithmetic its line writes
+    before it. The
+    program returns the last step whose result is the gold answer; a solution without one (worked by
+    hand in its last line) ends in that line's arithmetic when it is plain (:func:`_hand_worked_step`)."""
+    if gold is None:
+        return None
+    mentions = scan_numbers(question) if question else []
+    steps: list[_Step] = []
+    for line in str(answer).split("\n"):
+        for match in _ANNOTATION.finditer(line):
+            try:
+                tree = ast.parse(match.group(1).replace("^", "**").strip(), mode="eval")
+                result = float(match.group(2).replace(",", "").strip())
+            except (SyntaxError, ValueError, RecursionError):
+                return None
+            if not all(isinstance(n, _ARITHMETIC) for n in ast.walk(tree)):
+                return None
+            expr = tree.body
+            if isinstance(expr, ast.Constant):  # "12 inches / 12 inches/foot = <<1=1>>1": the line has the arithmetic
+                expr = _written_before(_ANNOTATION.sub(" ", line[:match.start()]), result) or expr
+            steps.append(_Step(_step_name(line[:match.start()], len(steps)), expr, result))
+    finals = [i for i, step in enumerate(steps) if is_close(step.result, gold)]
+    if not finals:
+        hand = _hand_worked_step(str(answer), gold)
+        if hand is None:
+            return None
+        text, expr = hand
+        steps.append(_Step(_step_name(text, len(steps)), expr, float(gold)))
+        finals = [len(steps) - 1]
+    body: list[ast.stmt] = []
+    for i, step in enumerate(steps[: finals[-1] + 1]):
+        try:
+            value = _Chain(steps[:i], mentions).visit(step.expr)
+        except _Ambiguous:
+            return None
+        if _cancels(value):
+            return None
+        body.append(ast.Assign(targets=[ast.Name(id=step.name, ctx=ast.Store())], value=value))
+    body.append(ast.Return(value=ast.Name(id=steps[finals[-1]].name, ctx=ast.Load())))
+    body = _hoist_givens(body, question)
+    func = ast.FunctionDef(name="solution", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
+                                                                defaults=[]), body=body, decorator_list=[], returns=None)
+    module = ast.Module(body=[func], type_ignores=[])
+    ast.fix_missing_locations(module)
+    return ast.unparse(module)
+
+
+class _Chain(ast.NodeTransformer):
+    """A step's numbers as the earlier results they repeat, or as givens."""
+
+    def __init__(self, earlier: Sequence[_Step], mentions: Sequence[Any]) -> None:
+        self.earlier, self.mentions = earlier, mentions
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if not isinstance(node.value, (int, float)) or isinstance(node.value, bool):
+            return node
+        results = [s for s in self.earlier if is_close(s.result, node.value, 1e-9)]
+        if not results:
+            return node
+        stated = any(is_close(v, node.value, 1e-9) for m in self.mentions for v, _ in m.literal_values())
+        if len(results) > 1 or stated:
+            raise _Ambiguous  # "6 + 6" after two steps that both gave 6: which is which
+        chosen = results[0]
+        if isinstance(chosen.expr, ast.Constant):  # "<<1=1>>1" with no arithmetic written: it hides its inputs
+            raise _Ambiguous
+        return ast.copy_location(ast.Name(id=chosen.name, ctx=ast.Load()), node)
+
+
+def _cancels(expr: ast.expr) -> bool:
+    """A step that divides or subtracts one earlier result by itself (``12 inches / 12 inches/foot`` after a
+    step gave 12): one of the two is a constant of the units, and chained the step is a constant that
+    hides its inputs. Adding or multiplying a result by itself ("15 + 15" for two riders) is a step."""
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Sub, ast.Mod))
+               and isinstance(n.left, ast.Name) and isinstance(n.right, ast.Name) and n.left.id == n.right.id
+               for n in ast.walk(expr))
+
+
+_CLAUSE = re.compile(r"[,;:!?]|\.(?!\d)")
+_TIMES = re.compile(r"(?<=[\d%)])\s*[x×]\s*(?=[\d($])")
+
+
+def _arithmetic(clause: str, value: float) -> ast.expr | None:
+    """The plain arithmetic a clause writes (``12 inches / 12 inches/foot``), when it evaluates to ``value``:
+    unit words, currency and percent signs dropped; an equation to solve or two numbers with no operator
+    between them is not arithmetic."""
+    text = _TIMES.sub("*", clause.replace("−", "-").replace("–", "-").replace("÷", "/"))
+    text = re.sub(r"(?<=\d),(?=\d{3})", "", text)
+    text = re.sub(r"[$€£%]|[A-Za-z]+(?:'[a-z]+)?", " ", text).strip()
+    if not text or not re.fullmatch(r"[\d.\s+\-*/()]+", text) or re.search(r"\d\s+[\d(]|\)\s*[\d(]", text):
+        return None
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return None
+    if not any(isinstance(n, ast.BinOp) for n in ast.walk(tree)) or not all(isinstance(n, _ARITHMETIC) for n in ast.walk(tree)):
+        return None
+    try:
+        got = eval(compile(tree, "<worked step>", "eval"), {"__builtins__": {}}, {})  # noqa: S307 - arithmetic only
+    except (ZeroDivisionError, OverflowError, ValueError):
+        return None
+    return tree.body if is_close(float(got), value) else None
+
+
+def _written_before(text: str, value: float) -> ast.expr | None:
+    """The arithmetic a line writes just before a bare annotation (``costs $5 because 3 + 2 = <<5=5>>5``): the
+    longest run of the clause's last words that is plain arithmetic reaching the annotated result."""
+    head = text.rstrip().rstrip("$€£").rstrip()
+    if not head.endswith("="):
+        return None
+    clause = _CLAUSE.split(head[:-1].split("=")[-1])[-1]
+    for word in re.finditer(r"\S+", clause):
+        expr = _arithmetic(clause[word.start():], value)
+        if expr is not None:
+            return expr
+    return None
+
+
+def _hand_worked_step(answer: str, gold: Any) -> tuple[str, ast.expr] | None:
+    """The last line of a worked answer computed by hand (``so the boots cost 99 + 5 = $104``) as one step.
+
+    Only a line that ends in ``= gold`` and whose first expression that reaches it is plain arithmetic
+    (:func:`_arithmetic`, ``1 foot / 10 feet * 100%``)."""
+    lines = [line for line in answer.split("\n") if line.strip() and not line.lstrip().startswith("####")]
+    if not lines or "<<" in lines[-1] or "=" not in lines[-1]:
+        return None
+    segments = lines[-1].split("=")
+    final = re.match(r"\s*[$€£]?\s*(-?[\d,]*\.?\d+)", segments[-1])
+    if final is None or not is_close(float(final.group(1).replace(",", "")), gold):
+        return None
+    for index, segment in enumerate(segments[:-1]):
+        clause = _CLAUSE.split(segment)[-1] if index == 0 else segment
+        expr = _arithmetic(clause, float(gold))
+        if expr is not None:
+            return clause, expr
+    return None
+
+
+def _hoist_givens(body: list[ast.stmt], question: str) -> list[ast.stmt]:
+    """Name a number the solution writes more than once when exactly one mention of the question states it.
+
+    A worked solution repeats a given in every step that uses it ("3 * 20", "4 * 20", "20 + 60 + ..."),
+    where a program would name it once. Bound literal by literal, only one of the repeats would follow
+    the question's number on a variant and the solution would disagree with a right entry; named once
+    at the top, every step reads the same given. A value two mentions state stays literal (which one a
+    step means is not known)."""
+    mentions = scan_numbers(question) if question else []
+    written: dict[float, list[Any]] = {}  # value -> the literals that write it
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            written.setdefault(float(node.value), []).append(node.value)
+    names: dict[float, str] = {}
+    for value, literals in written.items():
+        stating = [m for m in mentions if any(is_close(v, value, 1e-9) for v, _ in m.literal_values())]
+        if len(literals) > 1 and len(stating) == 1:
+            names[value] = f"given_{len(names) + 1}"
+    if not names:
+        return body
+
+    class Name(ast.NodeTransformer):
+        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+            if isinstance(node.value, (int, float)) and not isinstance(node.value, bool) and float(node.value) in names:
+                return ast.copy_location(ast.Name(id=names[float(node.value)], ctx=ast.Load()), node)
+            return node
+
+    givens: list[ast.stmt] = [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
+                                         value=ast.Constant(written[value][0])) for value, name in names.items()]
+    return givens + [Name().visit(stmt) for stmt in body]
+
+
+class _Ambiguous(Exception):
+    """A number of a worked solution is both an earlier step's result and a value the question states."""
+
+
+def _step_name(text: str, index: int) -> str:
+    """A variable name from the words just before the annotation ("the cost of the house" -> cost_house_3)."""
+    words = [w for w in re.findall(r"[a-z]+", text.lower()) if w not in _STOP][-3:]
+    return "_".join([*words, f"step{index + 1}"])
+
+
+_STOP = frozenset("a an the of to in on at for is are was were and so he she they it his her their that this "
+                  "with by from be has have had there then which who".split())
+
+
+def load_worked_solutions(reference_file: str | Path, reference: ReferenceIndex) -> dict[int, tuple[IndependentProgram, ...]]:
+    """Reference row -> the program of its own worked solution (rows without usable annotations are absent)."""
+    out: dict[int, tuple[IndependentProgram, ...]] = {}
+    for i, record in enumerate(read_jsonl(reference_file)):
+        row = reference.rows[i] if i < len(reference.rows) else None
+        if row is None:
+            continue
+        answer = str(record.get("answer", ""))
+        code = worked_solution_program(answer, row.gold, row.question)
+        if code is not None:
+            out[i] = (IndependentProgram(WORKED_SOLUTION, code, answer),)
+    return out
