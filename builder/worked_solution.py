@@ -40,42 +40,29 @@ class _Step:
 
 
 def worked_solution_program(answer: str, gold: Any, question: str = "") -> str | None:
-    """The calculator annotations of a GSM8K worked answer as a program (None: not usable).
+    """The calculations of a GSM8K worked answer as a program (None: not usable).
 
-    Each annotation becomes one assignment; a number that equals an earlier step's result is read
-    from that step (the chain of the solution), every other number stays a literal that the
-    importer binds to the question's mentions. A number that could be the result of two earlier steps,
-    or an earlier result and a value the question states, makes the solution unusable, and so does a
-    step that divides an earlier result by itself (:func:`_cancels`). An
-    annotation that writes its result bare (``3 + 2 = <<5=5>>5``) takes the arithmetic its line writes
-    before it. The
-    program returns the last step whose result is the gold answer; a solution without one (worked by
-    hand in its last line) ends in that line's arithmetic when it is plain (:func:`_hand_worked_step`)."""
+    Each calculator annotation, and each calculation the prose writes without one (:func:`_line_steps`),
+    becomes one assignment; a number that equals an earlier step's result is read from that step (the chain
+    of the solution), every other number stays a literal that the importer binds to the question's mentions.
+    A number that could be the result of two earlier steps that compute different things, or an earlier
+    result and a value the question states, makes the solution unusable, and so does a step that divides an
+    earlier result by itself (:func:`_cancels`). The program returns the last step whose result is the gold
+    answer, with only the steps it reads (:func:`_needed`)."""
     if gold is None:
         return None
     mentions = scan_numbers(question) if question else []
     steps: list[_Step] = []
     for line in str(answer).split("\n"):
-        for match in _ANNOTATION.finditer(line):
-            try:
-                tree = ast.parse(match.group(1).replace("^", "**").strip(), mode="eval")
-                result = float(match.group(2).replace(",", "").strip())
-            except (SyntaxError, ValueError, RecursionError):
-                return None
-            if not all(isinstance(n, _ARITHMETIC) for n in ast.walk(tree)):
-                return None
-            expr = tree.body
-            if isinstance(expr, ast.Constant):  # "12 inches / 12 inches/foot = <<1=1>>1": the line has the arithmetic
-                expr = _written_before(_ANNOTATION.sub(" ", line[:match.start()]), result) or expr
-            steps.append(_Step(_step_name(line[:match.start()], len(steps)), expr, result))
-    finals = [i for i, step in enumerate(steps) if is_close(step.result, gold)]
-    if not finals:
-        hand = _hand_worked_step(str(answer), gold)
-        if hand is None:
+        if line.lstrip().startswith("####"):
+            continue
+        try:
+            steps += _line_steps(line, len(steps))
+        except (SyntaxError, ValueError, RecursionError):
             return None
-        text, expr = hand
-        steps.append(_Step(_step_name(text, len(steps)), expr, float(gold)))
-        finals = [len(steps) - 1]
+    finals = [i for i, step in enumerate(steps) if is_close(step.result, gold)]
+    if not finals or isinstance(steps[finals[-1]].expr, ast.Constant):
+        return None  # no step reaches the gold, or the last writes it bare ("m=<<8=8>>8"): it reads nothing
     body: list[ast.stmt] = []
     for i, step in enumerate(steps[: finals[-1] + 1]):
         try:
@@ -85,6 +72,7 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
         if _cancels(value):
             return None
         body.append(ast.Assign(targets=[ast.Name(id=step.name, ctx=ast.Store())], value=value))
+    body = _needed(body, steps[finals[-1]].name)
     body.append(ast.Return(value=ast.Name(id=steps[finals[-1]].name, ctx=ast.Load())))
     body = _hoist_givens(body, question)
     func = ast.FunctionDef(name="solution", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
@@ -92,6 +80,49 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
     module = ast.Module(body=[func], type_ignores=[])
     ast.fix_missing_locations(module)
     return ast.unparse(module)
+
+
+_WRITTEN_RESULT = re.compile(r"=\s*[$€£]?\s*(-?(?:\d[\d,]*)?\.?\d+)(?![\d/])")
+
+
+def _line_steps(line: str, first: int) -> list[_Step]:
+    """A line's steps in the order it writes them: each calculator annotation, and each calculation written in
+    the prose alone (``Amy is 11 - 2 = 9 years old``: plain arithmetic that reaches the number after its
+    ``=``). An annotation that writes its result bare (``because 3 + 2 = <<5=5>>5``) takes the prose's."""
+    annotations = list(_ANNOTATION.finditer(line))
+    masked = _ANNOTATION.sub(lambda m: " " * len(m.group()), line)
+    found: list[tuple[int, ast.expr, float]] = []
+    for match in annotations:
+        tree = ast.parse(match.group(1).replace("^", "**").strip(), mode="eval")
+        result = float(match.group(2).replace(",", "").strip())
+        if not all(isinstance(n, _ARITHMETIC) for n in ast.walk(tree)):
+            raise ValueError("not arithmetic")
+        expr = tree.body
+        if isinstance(expr, ast.Constant):
+            expr = _written_before(masked[:match.start()], result) or expr
+        found.append((match.start(), expr, result))
+    for match in _WRITTEN_RESULT.finditer(masked):
+        if any(a.start() < match.end(1) and match.start() < a.end() for a in annotations):
+            continue  # "16-3-4=<<16-3-4=9>>9": the annotation is the step
+        result = float(match.group(1).replace(",", ""))
+        expr = _written_before(masked[:match.start() + 1], result)
+        if expr is not None:
+            found.append((match.start(), expr, result))
+    found.sort(key=lambda f: f[0])
+    return [_Step(_step_name(line[:at], first + i), expr, result) for i, (at, expr, result) in enumerate(found)]
+
+
+def _needed(body: list[ast.stmt], final: str) -> list[ast.stmt]:
+    """The steps the final one reads, directly or through others: a step the answer never reads would make the
+    program seem to read numbers it does not use, and disagree with an entry that varies them."""
+    needed = {final}
+    kept: list[ast.stmt] = []
+    for stmt in reversed(body):
+        assert isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
+        if stmt.targets[0].id in needed:
+            kept.append(stmt)
+            needed |= {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+    return kept[::-1]
 
 
 class _Chain(ast.NodeTransformer):
@@ -161,26 +192,6 @@ def _written_before(text: str, value: float) -> ast.expr | None:
         expr = _arithmetic(clause[word.start():], value)
         if expr is not None:
             return expr
-    return None
-
-
-def _hand_worked_step(answer: str, gold: Any) -> tuple[str, ast.expr] | None:
-    """The last line of a worked answer computed by hand (``so the boots cost 99 + 5 = $104``) as one step.
-
-    Only a line that ends in ``= gold`` and whose first expression that reaches it is plain arithmetic
-    (:func:`_arithmetic`, ``1 foot / 10 feet * 100%``)."""
-    lines = [line for line in answer.split("\n") if line.strip() and not line.lstrip().startswith("####")]
-    if not lines or "<<" in lines[-1] or "=" not in lines[-1]:
-        return None
-    segments = lines[-1].split("=")
-    final = re.match(r"\s*[$€£]?\s*(-?[\d,]*\.?\d+)", segments[-1])
-    if final is None or not is_close(float(final.group(1).replace(",", "")), gold):
-        return None
-    for index, segment in enumerate(segments[:-1]):
-        clause = _CLAUSE.split(segment)[-1] if index == 0 else segment
-        expr = _arithmetic(clause, float(gold))
-        if expr is not None:
-            return clause, expr
     return None
 
 

@@ -252,3 +252,22 @@ def test_a_result_added_to_itself_is_one_step_read_twice() -> None:
     answer = "Each rides 3 x 5 = <<3*5=15>>15 times.\nTogether 15+15 = <<15+15=30>>30 times.\n#### 30"
     program = PalProgram(worked_solution_program(answer, 30, "Two friends ride 3 times a day for 5 days. Rides?"))
     assert program.run() == 30 and sorted(lit.value for lit in program.literals) == [3, 5]
+
+
+def test_a_calculation_written_without_an_annotation_is_a_step() -> None:
+    """"Amy is 11 - 2 = 9 years old" has no calculator annotation: read as a step, the next one chains from it
+    and a variant of James's age reaches the answer (held as a literal 9, the solution disagreed with a right
+    entry). A step the answer never reads is left out, so the program reads only the numbers it uses."""
+    from builder.pot_import.program import PalProgram
+    from builder.worked_solution import worked_solution_program
+
+    question = ("Amy is 5 years older than Jackson and 2 years younger than Corey. If James is 10 and is 1 year "
+                "younger than Corey, how old is Jackson?")
+    answer = ("Corey is 10 + 1 = <<10+1=11>>11 years old\nAmy is 2 years younger than Corey so is 11 - 2 = 9 years old\n"
+              "Jackson is 9 - 5 = <<9-5=4>>4 years old\n#### 4")
+    program = PalProgram(worked_solution_program(answer, 4, question))
+    assert program.run() == 4 and sorted(lit.value for lit in program.literals) == [1, 2, 5, 10]
+    dead = "Cars: 3*4=<<3*4=12>>12.\nVans: 2*5=<<2*5=10>>10 wheels.\n#### 10"
+    assert sorted(lit.value for lit in PalProgram(worked_solution_program(dead, 10, "3 cars, 2 vans of 5")).literals) == [2, 5]
+    bare = "Let m be the mugs.\n8+4*m=40\n4*m=40-8=32\nm=<<8=8>>8\n#### 8"
+    assert worked_solution_program(bare, 8, "Eight more than four times the mugs is 40. Mugs?") is None  # reads nothing
