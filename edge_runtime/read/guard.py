@@ -41,6 +41,7 @@ from typing import Any
 
 from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.read.disclaimers import IRRELEVANCE
+from edge_runtime.read.measures import counts_else, units_named, word_after
 from edge_runtime.read.mentions import PERCENT_AFTER as _PERCENT_AFTER
 from edge_runtime.read.mentions import STRUCTURAL, Mention, same_value, scan
 from edge_runtime.read.mentions import read_values as _read
@@ -52,6 +53,7 @@ from edge_runtime.read.question_words import (
     content_words,
     match_people,
     modifier_change,
+    other_people,
     roles_asked_about,
     sentences,
     stem,
@@ -116,6 +118,9 @@ class GuardConfig:
     #: Refuse, on every path, a final question that asks about, or whose condition names, another person of the story
     #: than the entry's does (people counted by their order of first mention, when both name as many).
     check_roles: bool = True
+    #: Refuse, on the model paths, a value whose slot the template follows with a unit of measure ("{g} grams")
+    #: when the question follows its number with another unit or a word of its own ("two servings").
+    check_units: bool = True
 
 
 @dataclass
@@ -277,6 +282,13 @@ class ReasoningGuard:
         if crossed is not None:
             return (f"the values read for {crossed[0]!r} and {crossed[1]!r} each fit the other's place in the "
                     "template better than their own")
+        # 1d. (a reworded question) a slot the template follows with a unit of measure is read from a number the
+        # question follows with another unit or a word of its own ("two servings" for "{grams} grams")
+        for name, index in bound.items() if model_path and cfg.check_units else ():
+            unit = word_after(entry.template, entry.template.index("{" + name + "}") + len(name) + 2)
+            counted = word_after(question, mentions[index].end)
+            if counts_else(unit, counted, units_named(question)):
+                return f"the number read for {name!r} ({mentions[index].text!r}) counts {counted}, not {unit}"
         # a fraction the template writes in slots is one fraction of the question, not two numbers from apart
         # ("worth $1 each ... 2/5 times more" does not state {a}/{b} = 1/(2/5))
         for a, b in facts.fraction_pairs if cfg.check_values else ():
@@ -405,9 +417,9 @@ class ReasoningGuard:
         (t_asks, t_if, t_story), (q_asks, q_if, q_story) = roles_asked_about(read.facts.literal), roles_asked_about(question)
         same = match_people(t_story, q_story) if cfg.check_roles else None
         if same is not None:
-            if _other_people(tuple(same[p] for p in t_asks), q_asks):
+            if other_people(tuple(same[p] for p in t_asks), q_asks):
                 return "the question asks about another person of its story than the entry's question does"
-            if _other_people(tuple(same[p] for p in t_if), q_if):
+            if other_people(tuple(same[p] for p in t_if), q_if):
                 return "the final question's condition is about another person of its story than the entry's"
         if cfg.check_target and model_path:
             # A reversed question asks for another quantity the entry talks about ("how many *years*" in an
@@ -559,16 +571,6 @@ def _share_of(text: str, mentions: Sequence[Mention], used: set[int], value: flo
         if reads_as_share(share.values[0], "times" in between.lower()) and same_value(share.values[0] * whole.values[0], value):
             return i, i + 1
     return None
-
-
-def _other_people(template: tuple[str, ...], question: tuple[str, ...]) -> bool:
-    """The question names other people of the story than the template, in the same place: not one named for a
-    pronoun or a pronoun for one ("does *she* have" → "does *Martha* have" names more, never someone else), but one
-    person for another, or two compared the other way round ("than Liam" ↔ "than Mitchell")."""
-    t, q = tuple(dict.fromkeys(template)), tuple(dict.fromkeys(question))
-    if not t or not q:
-        return False
-    return (not set(t) <= set(q) and not set(q) <= set(t)) or (len(t) == len(q) and t != q)
 
 
 _NEGATION = frozenset({"negation"})

@@ -158,3 +158,13 @@ def match_people(template: tuple[str, ...], question: tuple[str, ...]) -> dict[s
     kept = set(template) & set(question)
     renamed = dict(zip((p for p in template if p not in kept), (p for p in question if p not in kept)))
     return {p: p if p in kept else renamed[p] for p in template}
+
+
+def other_people(template: tuple[str, ...], question: tuple[str, ...]) -> bool:
+    """The question names other people of the story than the template, in the same place: not one named for a
+    pronoun or a pronoun for one ("does *she* have" → "does *Martha* have" names more, never someone else), but one
+    person for another, or two compared the other way round ("than Liam" ↔ "than Mitchell")."""
+    t, q = tuple(dict.fromkeys(template)), tuple(dict.fromkeys(question))
+    if not t or not q:
+        return False
+    return (not set(t) <= set(q) and not set(q) <= set(t)) or (len(t) == len(q) and t != q)

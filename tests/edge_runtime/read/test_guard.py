@@ -758,3 +758,34 @@ def test_an_entry_that_asks_with_an_instruction_has_its_people_read_too(question
         params=TWO_PEOPLE.params)
     refusal = check(entry, question, {"a": 5, "b": 6, "w": 3}, "lm-draft")
     assert (refusal is None) is served, refusal
+
+
+MUSHROOMS = EntryPoint(
+    id="mushrooms", description="protein a week", root="answer", answer_key="answer",
+    template=("A cup of mushrooms weighs {cup} grams and has {protein} grams of protein. If John eats {eaten} grams of "
+              "mushrooms every day how many grams of protein does he get per week?"),
+    params=(Param("cup", "grams a cup", float, 100.0, minimum=0), Param("protein", "grams of protein", float, 3.0,
+            minimum=0), Param("eaten", "grams eaten a day", float, 200.0, minimum=0)))
+
+
+@pytest.mark.parametrize(("question", "eaten", "refusal"), [
+    # the number read as grams counts servings: 2 servings taken for 2 grams is a wrong answer
+    ("If a serving of mushrooms weighing 100 grams contains 3 grams of protein, and John consumes two servings daily, "
+     "how much protein in grams does he get in a week?", 2, "the number read for 'eaten' ('two') counts servings, not grams"),
+    # another unit: 2 kilograms read as 2 grams
+    ("A cup of mushrooms weighs 100 grams and has 3 grams of protein. John eats 2 kilograms of them a day. How many "
+     "grams of protein does he get per week?", 2, "the number read for 'eaten' ('2') counts kilograms, not grams"),
+    # the unit spelt another way, hyphenated, or a function word after the number: the same mass
+    ("Mushrooms: a 100 g cup has 3 g of protein. John eats 200 g of mushrooms daily. Protein per week in grams?", 200, None),
+    ("A 100-gram cup of mushrooms has 3 grams of protein; John eats 200 grams a day. Grams of protein a week?", 200, None),
+])
+def test_a_value_read_for_a_measured_slot_must_count_what_the_slot_measures(question, eaten, refusal):
+    values = {"cup": 100.0, "protein": 3.0, "eaten": eaten}
+    assert check(MUSHROOMS, question, values, "lm-draft") == refusal
+    assert ReasoningGuard(GuardConfig(check_units=False))(MUSHROOMS, question, values, "lm-draft") != refusal or not refusal
+
+
+def test_a_slot_the_template_follows_with_a_count_noun_is_not_checked():
+    """"{a} apples" read from "5 red apples": an adjective between, not another thing counted."""
+    question = "Sam buys 5 red apples at the market. Kim buys 6 pears there. How many apples does Sam buy in 3 weeks?"
+    assert check(TWO_PEOPLE, question, {"a": 5, "b": 6, "w": 3}, "lm-draft") is None
