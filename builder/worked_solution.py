@@ -74,7 +74,7 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
         body.append(ast.Assign(targets=[ast.Name(id=step.name, ctx=ast.Store())], value=value))
     body = _needed(body, steps[finals[-1]].name)
     body.append(ast.Return(value=ast.Name(id=steps[finals[-1]].name, ctx=ast.Load())))
-    body = _hoist_givens(body, question)
+    body = _hoist_givens(body, mentions)
     func = ast.FunctionDef(name="solution", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
                                                                 defaults=[]), body=body, decorator_list=[], returns=None)
     module = ast.Module(body=[func], type_ignores=[])
@@ -137,8 +137,7 @@ class _Chain(ast.NodeTransformer):
         results = [s for s in self.earlier if is_close(s.result, node.value, 1e-9)]
         if not results:
             return node
-        stated = any(is_close(v, node.value, 1e-9) for m in self.mentions for v, _ in m.literal_values())
-        if len(results) > 1 or stated:
+        if len(results) > 1 or _stating(self.mentions, node.value):
             raise _Ambiguous  # "6 + 6" after two steps that both gave 6: which is which
         chosen = results[0]
         if isinstance(chosen.expr, ast.Constant):  # "<<1=1>>1" with no arithmetic written: it hides its inputs
@@ -195,7 +194,12 @@ def _written_before(text: str, value: float) -> ast.expr | None:
     return None
 
 
-def _hoist_givens(body: list[ast.stmt], question: str) -> list[ast.stmt]:
+def _stating(mentions: Sequence[Any], value: float) -> list[Any]:
+    """The question's mentions that state ``value``."""
+    return [m for m in mentions if any(is_close(v, value, 1e-9) for v, _ in m.literal_values())]
+
+
+def _hoist_givens(body: list[ast.stmt], mentions: Sequence[Any]) -> list[ast.stmt]:
     """Name a number the solution writes more than once when exactly one mention of the question states it.
 
     A worked solution repeats a given in every step that uses it ("3 * 20", "4 * 20", "20 + 60 + ..."),
@@ -203,15 +207,13 @@ def _hoist_givens(body: list[ast.stmt], question: str) -> list[ast.stmt]:
     the question's number on a variant and the solution would disagree with a right entry; named once
     at the top, every step reads the same given. A value two mentions state stays literal (which one a
     step means is not known)."""
-    mentions = scan_numbers(question) if question else []
     written: dict[float, list[Any]] = {}  # value -> the literals that write it
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             written.setdefault(float(node.value), []).append(node.value)
     names: dict[float, str] = {}
     for value, literals in written.items():
-        stating = [m for m in mentions if any(is_close(v, value, 1e-9) for v, _ in m.literal_values())]
-        if len(literals) > 1 and len(stating) == 1:
+        if len(literals) > 1 and len(_stating(mentions, value)) == 1:
             names[value] = f"given_{len(names) + 1}"
     if not names:
         return body
@@ -228,7 +230,8 @@ def _hoist_givens(body: list[ast.stmt], question: str) -> list[ast.stmt]:
 
 
 class _Ambiguous(Exception):
-    """A number of a worked solution is both an earlier step's result and a value the question states."""
+    """A number of a worked solution could be more than one thing (two earlier results, or an earlier result and a
+    value the question states), or reads a step that hides its inputs."""
 
 
 def _step_name(text: str, index: int) -> str:

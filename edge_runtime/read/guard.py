@@ -284,10 +284,11 @@ class ReasoningGuard:
                     "template better than their own")
         # 1d. (a reworded question) a slot the template follows with a unit of measure is read from a number the
         # question follows with another unit or a word of its own ("two servings" for "{grams} grams")
+        named = units_named(question) if model_path and cfg.check_units else frozenset()
         for name, index in bound.items() if model_path and cfg.check_units else ():
             unit = word_after(entry.template, entry.template.index("{" + name + "}") + len(name) + 2)
             counted = word_after(question, mentions[index].end)
-            if counts_else(unit, counted, units_named(question)):
+            if counts_else(unit, counted, named):
                 return f"the number read for {name!r} ({mentions[index].text!r}) counts {counted}, not {unit}"
         # a fraction the template writes in slots is one fraction of the question, not two numbers from apart
         # ("worth $1 each ... 2/5 times more" does not state {a}/{b} = 1/(2/5))

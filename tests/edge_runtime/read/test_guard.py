@@ -733,11 +733,9 @@ def test_a_final_question_about_another_person_of_the_story_asks_for_something_e
      "weeks?", False),
 ])
 def test_whom_the_final_question_names(question, served):
-    entry = EntryPoint(
-        id="two-people-if", description="apples Sam buys", root="answer", answer_key="answer",
-        template=("Sam buys {a} apples at the market. Kim buys {b} pears there. If Sam is busy, how many apples does "
-                  "Sam buy in {w} weeks?"),
-        params=TWO_PEOPLE.params)
+    entry = replace(TWO_PEOPLE, id="two-people-if", template=(
+        "Sam buys {a} apples at the market. Kim buys {b} pears there. If Sam is busy, how many apples does Sam buy in "
+        "{w} weeks?"))
     if "If" not in question:
         entry = TWO_PEOPLE
     assert (check(entry, question, {"a": 5, "b": 6, "w": 3}, "lm-draft") is None) is served
@@ -751,11 +749,9 @@ def test_whom_the_final_question_names(question, served):
 ])
 def test_an_entry_that_asks_with_an_instruction_has_its_people_read_too(question, served):
     # "Calculate" opens the instruction: a verb, not a third person of the story
-    entry = EntryPoint(
-        id="two-people-calc", description="apples Sam buys", root="answer", answer_key="answer",
-        template=("Sam buys {a} apples at the market. Kim buys {b} pears there. Calculate how many apples Sam buys in "
-                  "{w} weeks if Sam is busy."),
-        params=TWO_PEOPLE.params)
+    entry = replace(TWO_PEOPLE, id="two-people-calc", template=(
+        "Sam buys {a} apples at the market. Kim buys {b} pears there. Calculate how many apples Sam buys in {w} weeks "
+        "if Sam is busy."))
     refusal = check(entry, question, {"a": 5, "b": 6, "w": 3}, "lm-draft")
     assert (refusal is None) is served, refusal
 
