@@ -271,3 +271,14 @@ def test_a_calculation_written_without_an_annotation_is_a_step() -> None:
     assert sorted(lit.value for lit in PalProgram(worked_solution_program(dead, 10, "3 cars, 2 vans of 5")).literals) == [2, 5]
     bare = "Let m be the mugs.\n8+4*m=40\n4*m=40-8=32\nm=<<8=8>>8\n#### 8"
     assert worked_solution_program(bare, 8, "Eight more than four times the mugs is 40. Mugs?") is None  # reads nothing
+
+
+def test_a_calculation_in_prose_is_arithmetic_only() -> None:
+    """The prose of a reference file is untrusted: what it writes before an "=" is read only as digits and
+    operators, so code there is no step (and never runs)."""
+    from builder.worked_solution import worked_solution_program
+
+    hostile = "It costs __import__('os').system('true') + 2 = 5 dollars\nSo 2 + 3 = 5\n#### 5"
+    code = worked_solution_program(hostile, 5, "It costs 2 and 3. How much?")
+    assert code is not None and "import" not in code and "system" not in code
+    assert worked_solution_program("Total is (1+)*2 = 5\n#### 5", 5, "...") is None  # malformed: no step
