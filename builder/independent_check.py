@@ -156,7 +156,9 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
     program that disagrees is more often wrong itself (on the GSM8K import, requiring every program
     to agree narrowed 359 entries and lost 49), but the human solution that reached the gold answer
     is the better judge when two programs share a mistake. A program whose prose counts something
-    else with a number it is bound to (builder.prose_units) may disagree but never be the one that agrees."""
+    else with a number it is bound to (builder.prose_units) may disagree but never be the one that agrees; nor may one
+    that binds two numbers of one value by the same guess as the entry, when a program that writes them apart
+    disagrees (``_guessed_pairs``)."""
     params = list(plan.params)
     varied = [p for p in params if not p.free]
     if not bound:
@@ -181,6 +183,13 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
             doubted.append(f"{b.source} agrees but {b.doubts(read[id(b)])[0]}")
         else:
             agreeing.append((b, compared))
+    if guessed := _guessed_pairs(plan, run_entry, disagreeing):
+        # a program that writes two equal-valued numbers apart ("0.5" for half, "2" for the two extra) and disagrees
+        # outweighs those that bind them by the planner's guess, as the entry does: their agreement confirms nothing
+        for b, compared in list(agreeing):
+            if shared := _shares_a_guess(b, guessed):
+                agreeing.remove((b, compared))
+                doubted.append(f"{b.source} agrees but binds {shared} tells them apart and disagrees")
     vetoes = [b for b, _ in disagreeing if b.source == WORKED_SOLUTION]
     if agreeing and not vetoes:
         fixed = fixed_of[id(agreeing[0][0])]
@@ -216,6 +225,59 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
             blamed.append(p.name)
             failures.append(f"param {p.name}: {wrong[0]}")
     return Disagreement(tuple(failures), tuple(blamed), disagreeing[0][1])
+
+
+def _equal_literals(p: ParamPlan, q: ParamPlan) -> bool:
+    """Two parameters whose program literals hold one value: which reads which mention is the planner's guess."""
+    return bool({float(v) for v in p.literal_values(p.original).values()}
+                & {float(v) for v in q.literal_values(q.original).values()})
+
+
+def _guessed_pairs(plan: Plan, run_entry: RunEntry, disagreeing: Sequence[tuple[BoundProgram, str]],
+                   tries: int = 6) -> list[tuple[ParamPlan, ParamPlan, str]]:
+    """The entry's pairs of varied parameters that the planner told apart by a guess (their literals hold one value on
+    the original question: "half" as the 2 of ``* 2``, "two extra" as the 2 of ``- 2``), that matter (the answer
+    changes when the two trade values) and that a disagreeing program binds to literals of different values, so it
+    read them apart: (p, q, that program's source). (Literals in the value's own form only: a percent
+    or a converted unit cannot trade with a plain number.)"""
+    apart = [b for b, _ in disagreeing]
+    plain = [p for p in plan.params if not p.free and all(form == "value" for _, form in p.literals)]
+    rng = random.Random(0)  # its own draws: the check's variants stay those it would draw without this
+    out: list[tuple[ParamPlan, ParamPlan, str]] = []
+    for i, p in enumerate(plain):
+        for q in plain[i + 1:]:
+            tells = next((b for b in apart if _binds_apart(b, p, q)), None)
+            if tells is None or not _equal_literals(p, q):
+                continue
+            for _ in range(tries):
+                values = draw_values(plan, rng)
+                traded = {**values, p.name: _as(p, values[q.name]), q.name: _as(q, values[p.name])}
+                a, b = run_entry(values), run_entry(traded)
+                if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+                        and not is_close(a, b, AGREEMENT_TOLERANCE):
+                    out.append((p, q, tells.source))
+                    break
+    return out
+
+
+def _binds_apart(b: BoundProgram, p: ParamPlan, q: ParamPlan) -> bool:
+    """This program reads both parameters' numbers, from literals of different values."""
+    ours, theirs = b.params_for(p), b.params_for(q)
+    return bool(ours and theirs) and not any(x is y or _equal_literals(x, y) for x in ours for y in theirs)
+
+
+def _as(p: ParamPlan, value: Any) -> Any:
+    return int(value) if p.type is int and float(value).is_integer() else value
+
+
+def _shares_a_guess(b: BoundProgram, guessed: Sequence[tuple[ParamPlan, ParamPlan, str]]) -> str:
+    """The first guessed pair (``_guessed_pairs``) this program binds to two literals of one value as well, so the
+    planner chose for it on the same evidence as for the entry, named with the program that told them apart ("")."""
+    for p, q, source in guessed:
+        ours, theirs = b.params_for(p), b.params_for(q)
+        if ours and theirs and any(x is not y and _equal_literals(x, y) for x in ours for y in theirs):
+            return f"{p.mention.text!r} and {q.mention.text!r} as the entry does, by the same guess, and {source}"
+    return ""
 
 
 def _holding(plan: Plan, fixed: Sequence[str], rng: random.Random) -> Callable[[], dict[str, Any]]:

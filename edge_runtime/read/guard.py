@@ -41,13 +41,11 @@ from typing import Any
 
 from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.read.disclaimers import IRRELEVANCE
-from edge_runtime.read.measures import counts_else, units_named, word_after
-from edge_runtime.read.mentions import PERCENT_AFTER as _PERCENT_AFTER
+from edge_runtime.read.measures import unit_refusal
 from edge_runtime.read.mentions import STRUCTURAL, Mention, same_value, scan
 from edge_runtime.read.mentions import read_values as _read
 from edge_runtime.read.mentions import shares_value as _shares_value
 from edge_runtime.read.question_words import (
-    STOP_WORDS,
     WORD,
     asked_noun,
     content_words,
@@ -56,12 +54,15 @@ from edge_runtime.read.question_words import (
     other_people,
     roles_asked_about,
     sentences,
-    stem,
     target_clause,
 )
 from edge_runtime.read.restatement import remove_numbers as _remove_numbers
 from edge_runtime.read.restatement import restated as _restated
-from edge_runtime.read.values import MONTH_DAYS, TIME_UNITS, reads_as_share
+from edge_runtime.read.template_align import renamed_role_asked
+from edge_runtime.read.template_facts import PARTS as _PARTS
+from edge_runtime.read.template_facts import Context, TemplateFacts, template_facts
+from edge_runtime.read.template_facts import context as _context
+from edge_runtime.read.values import TIME_UNITS, months_named, reads_as_share
 
 # ---- numbers in text (edge_runtime/read/mentions.py) ------------------------------------------
 
@@ -70,7 +71,6 @@ _FRACTION = re.compile(r"(\d+)\s*/\s*(\d+)")
 _UNSTATED = re.compile(r"\b(?:a\s+certain|an?\s+unknown|an?\s+unspecified|an?\s+undisclosed|some)\s+(?P<word>[A-Za-z]+)",
                        re.IGNORECASE)
 _FRACTION_WORDS = re.compile(r"\s*(?:/|out\s+of|of\s+every|in\s+every|in)\s*", re.IGNORECASE)
-_PARTS = r"(?:halves|thirds|quarters|fourths|fifths|sixths|sevenths|eighths|ninths|tenths)\b"
 _WORDED_FRACTION = re.compile(rf"(.+?)[\s-]+{_PARTS}", re.IGNORECASE)  # "two thirds"
 _SHARE_BETWEEN = re.compile(r"\s+(?:times\s+)?of\s+(?:(?:a|an)\s+)?", re.IGNORECASE)
 
@@ -118,8 +118,8 @@ class GuardConfig:
     #: Refuse, on every path, a final question that asks about, or whose condition names, another person of the story
     #: than the entry's does (people counted by their order of first mention, when both name as many).
     check_roles: bool = True
-    #: Refuse, on the model paths, a value whose slot the template follows with a unit of measure ("{g} grams")
-    #: when the question follows its number with another unit or a word of its own ("two servings").
+    #: Refuse, on every path, a value whose slot the template measures ("{g} grams", "${price}") when the question
+    #: states its number with another unit or a word of its own ("two servings"), or in a subunit ("30 cents").
     check_units: bool = True
 
 
@@ -148,7 +148,7 @@ class ReasoningGuard:
         self.phrase_rules = phrase_rules
         #: by what they are computed from (the template and the parameters' units), never by entry id: two
         #: bundles, or two versions of one, may give one id different templates
-        self._templates: dict[tuple[str, tuple[str, ...]], _TemplateFacts] = {}
+        self._templates: dict[tuple[str, tuple[str, ...]], TemplateFacts] = {}
 
     def __call__(self, entry: EntryPoint, question: str, values: dict[str, Any], path: str) -> str | None:
         return self.judge(entry, question, values, path).refusal
@@ -163,43 +163,11 @@ class ReasoningGuard:
         return self._verdict(entry, question, values, model_path=path != "aligned")
 
     # The entry's side, computed once per entry.
-    def _template(self, entry: EntryPoint) -> _TemplateFacts:
+    def _template(self, entry: EntryPoint) -> TemplateFacts:
         key = (entry.template, tuple(p.unit or "" for p in entry.params))
         cached = self._templates.get(key)
         if cached is None:
-            literal = _SLOT.sub(" \x00 ", entry.template)
-            constants = [(m, _context(literal, m.start, m.end)) for m in self._scan(literal)]
-            slots = {}
-            for match in _SLOT.finditer(entry.template):
-                name = match.group(1)
-                if name not in slots:
-                    blanked = (_SLOT.sub(" ", entry.template[:match.start()]) + " \x00 "
-                               + _SLOT.sub(" ", entry.template[match.end():]))
-                    at = blanked.index("\x00")
-                    slots[name] = _context(blanked, at, at + 1)
-            words = content_words(literal.replace("\x00", " ")) | {
-                w for p in entry.params if p.unit for w in content_words(p.unit)}
-            target = target_clause(_SLOT.sub("#", entry.template))
-            head = target.split("#")[0]
-            if "#" in target and len(content_words(head)) >= 2:
-                # "What is the pressure, in kPa, of # mol ... held in a # container?": what it asks for is
-                # before its givens; a rewording may state them in a sentence of their own
-                target = head
-            plain = WORD.findall(literal.lower())
-            months = tuple(w for w in dict.fromkeys(plain) if w in MONTH_DAYS) if self.phrase_rules else ()
-            fraction_pairs = re.findall(r"\{(\w+)\}\s*/\s*\{(\w+)\}", entry.template)
-            worded = {name: word.lower() for name, word in re.findall(rf"\{{(\w+)\}}[\s-]+({_PARTS})", entry.template)}
-            before_of = frozenset(re.findall(r"\{(\w+)\}\s+(?:times\s+)?of\b", entry.template))
-            percent_slots = frozenset(m.group(1) for m in _SLOT.finditer(entry.template)
-                                      if _PERCENT_AFTER.match(entry.template, m.end()))
-            after_slot = {}
-            for m in _SLOT.finditer(entry.template):
-                word = re.match(r"[\s-]*([A-Za-z]+)", entry.template[m.end():])
-                before = WORD.findall(entry.template[:m.start()].lower())
-                if word and before:
-                    after_slot[(before[-1], word[1].lower())] = m.group(1)
-            cached = _TemplateFacts(literal, constants, slots, words, frozenset(plain), months, target,
-                                    fraction_pairs, worded, before_of, percent_slots, after_slot)
+            cached = template_facts(entry, self._scan, phrase_rules=self.phrase_rules)
             if len(self._templates) < 100_000:
                 self._templates[key] = cached
         return cached
@@ -284,12 +252,10 @@ class ReasoningGuard:
                     "template better than their own")
         # 1d. (a reworded question) a slot the template follows with a unit of measure is read from a number the
         # question follows with another unit or a word of its own ("two servings" for "{grams} grams")
-        named = units_named(question) if model_path and cfg.check_units else frozenset()
-        for name, index in bound.items() if model_path and cfg.check_units else ():
-            unit = word_after(entry.template, entry.template.index("{" + name + "}") + len(name) + 2)
-            counted = word_after(question, mentions[index].end)
-            if counts_else(unit, counted, named):
-                return f"the number read for {name!r} ({mentions[index].text!r}) counts {counted}, not {unit}"
+        measured = (unit_refusal(entry.template, question, bound, mentions, subunits_only=not model_path)
+                    if cfg.check_units else None)
+        if measured is not None:
+            return measured
         # a fraction the template writes in slots is one fraction of the question, not two numbers from apart
         # ("worth $1 each ... 2/5 times more" does not state {a}/{b} = 1/(2/5))
         for a, b in facts.fraction_pairs if cfg.check_values else ():
@@ -347,9 +313,8 @@ class ReasoningGuard:
         missing += [m.group(0) for m in (_ARTICLE_UNIT.finditer(literal) if self.phrase_rules else ())
                     if not re.search(rf"\b{m['unit']}s?\b", question, re.IGNORECASE)]
         # a month the template names states its days ("in June": 30): the question must name a month as long
-        question_words = set(WORD.findall(question.lower()))
-        asked_days = {MONTH_DAYS[w] for w in question_words if w in MONTH_DAYS}
-        missing += [w.capitalize() for w in facts.months if MONTH_DAYS[w] not in asked_days]
+        asked_days = set(months_named(question).values())
+        missing += [w.capitalize() for w, days in facts.months if days not in asked_days]
         checks["missing_constants"] = missing
         if cfg.check_constants and missing:
             return f"the entry's reasoning uses {missing[0]!r}, which the question does not state"
@@ -430,6 +395,8 @@ class ReasoningGuard:
                         f"{' '.join(sorted(t_noun))!r}")
             if share < cfg.target_overlap and not self._similar_targets(template_target, asked):
                 return f"the question's final question ({asked!r}) differs from the entry's ({template_target!r})"
+            if (traded := renamed_role_asked(read.facts.literal, question) if self.phrase_rules and cfg.check_roles else None):
+                return f"the question asks about {traded!r}, which its statements name in place of another of the entry's"
             asking = content_words(asking_text)
             given = sorted((asking - t_words) & template_words)
             checks["target"]["given_words"] = given
@@ -446,28 +413,8 @@ class ReasoningGuard:
         return float(vectors[0] @ vectors[1]) >= threshold
 
 
-_SLOT = re.compile(r"\{([A-Za-z_]\w*)\}")
 _ARTICLE_UNIT = re.compile(rf"\b(?:after|in|for|within|over)\s+(?:an?|one)\s+(?P<unit>{'|'.join(TIME_UNITS)})\b",
                            re.IGNORECASE)
-Context = tuple[set[str], set[str]]
-
-
-@dataclass(frozen=True)
-class _TemplateFacts:
-    literal: str  # the template with every slot blanked
-    constants: list[tuple[Mention, Context]]  # numbers of the literal text, with their neighbouring words
-    slots: dict[str, Context]  # each slot's neighbouring words
-    words: set[str]  # content words of the literal text
-    plain_words: frozenset[str]  # every word of the literal text, lower-cased
-    months: tuple[str, ...]  # the months it names ("june"), in order: each states its number of days
-    target: str  # the template's final question
-    fraction_pairs: list[tuple[str, str]]  # slots written as a fraction: "{a}/{b}"
-    worded_numerators: dict[str, str]  # a slot before a fraction word: "{n} thirds" -> {"n": "thirds"}
-    before_of: frozenset[str]  # slots the template writes right before "of": "{f} of the students"
-    percent_slots: frozenset[str] = frozenset()  # slots the template writes as a percent: "{p}%", "{p} percent"
-    #: the words right before and after a slot -> the slot: ("combines", "ml") -> "first" of "combines {first} mL"
-    after_slot: dict[tuple[str, str], str] = field(default_factory=dict)
-
 
 
 @dataclass
@@ -477,21 +424,12 @@ class _Read:
     those left, so a number explains one thing only)."""
 
     question: str
-    facts: _TemplateFacts
+    facts: TemplateFacts
     mentions: list[Mention]
     contexts: list[Context]
     used: set[int] = field(default_factory=set)
     stated_words: list[str] = field(default_factory=list)  # fraction words a bound fraction states ("thirds")
     restating: list[tuple[int, int]] = field(default_factory=list)  # sentences that only restate a bound number
-
-def _context(text: str, start: int, end: int, width: int = 3) -> Context:
-    """Content words just before and just after a span, within its sentence."""
-    left = re.split(r"[.?!](?:\s|$)", text[:start])[-1]
-    right = re.split(r"[.?!](?:\s|$)", text[end:])[0]
-    before = [stem(w) for w in WORD.findall(_remove_numbers(left).lower()) if w not in STOP_WORDS][-width:]
-    after = [stem(w) for w in WORD.findall(_remove_numbers(right).lower()) if w not in STOP_WORDS][:width]
-    return set(before), set(after)
-
 
 def _best(mentions: Sequence[Mention], contexts: Sequence[Context], used: set[int], context: Context, test: Any) -> int | None:
     """The unused mention passing ``test`` whose neighbouring words best match ``context`` (first on ties)."""
@@ -525,7 +463,7 @@ def _crossed(bound: dict[str, int], values: dict[str, Any], slots: dict[str, Con
                 return a, b
     return None
 
-def _bind_fractions(facts: _TemplateFacts, mentions: Sequence[Mention], values: dict[str, float], used: set[int],
+def _bind_fractions(facts: TemplateFacts, mentions: Sequence[Mention], values: dict[str, float], used: set[int],
                     bound: dict[str, int]) -> list[str]:
     """Bind the slots the template writes as a fraction to one unused fraction of the question that holds
     all their values: "{a}/{b}" to "2/5" (a=2, b=5, never crossed with another fraction or pieced together

@@ -3,13 +3,17 @@
 A template that writes ``{grams_eaten} grams`` reads that slot as a mass. A reworded question whose number
 read there is followed by another word ("John consumes *two servings* daily") counts something else, and
 the entry's reasoning would take 2 servings for 2 grams: a wrong answer, not a rewording. Only slots the
-template follows with a unit of measure are checked, so "5 apples" read as "5 red apples" is not.
+template follows with a unit of measure, or writes after a currency symbol ("${price}"), are checked, so "5 apples"
+read as "5 red apples" is not. An amount in a unit's own subunit ("worth 30 cents" for "worth ${value}") is a
+conversion the reasoning does not make, never a rename: its answer would be a hundred times too large.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 
+from edge_runtime.read.mentions import Mention
 from edge_runtime.read.question_words import STOP_WORDS
 
 #: Spellings of units of measure -> one name per unit (singular, plural, abbreviation, British spelling); no
@@ -31,12 +35,25 @@ for _name, _spellings in {
     for _spelling in _spellings.split():
         _UNITS[_spelling] = _name
 
+#: A currency symbol written before an amount -> the unit it names.
+CURRENCY_UNITS = {"$": "dollar", "€": "euro", "£": "sterling", "¥": "yen", "₹": "rupee"}
+#: A currency's subunit -> the currencies it divides: an amount in one is never the other renamed, because a question
+#: asks "how much money" in the currency itself. (A length in mm for one in cm is a rename when the question asks in
+#: mm too; GSM-Plus rewrites units that way, so other subunits are left to the renamed-throughout test.)
+_SUBUNIT_OF = {"cent": frozenset({"dollar", "euro"})}
+
 _WORD_AFTER = re.compile(r"[\s-]*([A-Za-z]+)")
 
 
 def unit_of(word: str) -> str | None:
-    """The unit a word names ("kgs" -> kilogram), or None when it names none."""
-    return _UNITS.get(word.lower())
+    """The unit a word or currency symbol names ("kgs" -> kilogram, "$" -> dollar), or None when it names none."""
+    return CURRENCY_UNITS.get(word) or _UNITS.get(word.lower())
+
+
+def currency_before(text: str, start: int) -> str | None:
+    """The currency symbol written right before position ``start`` ("$ 5", "$5"), or None."""
+    before = text[:start].rstrip()
+    return before[-1] if before and before[-1] in CURRENCY_UNITS else None
 
 
 def word_after(text: str, end: int) -> str | None:
@@ -46,8 +63,8 @@ def word_after(text: str, end: int) -> str | None:
 
 
 def units_named(text: str) -> frozenset[str]:
-    """The units of measure a text names anywhere."""
-    return frozenset(u for w in re.findall(r"[A-Za-z]+", text) if (u := unit_of(w)) is not None)
+    """The units of measure a text names anywhere, currencies by symbol too."""
+    return frozenset(u for w in re.findall(rf"[A-Za-z]+|[{''.join(CURRENCY_UNITS)}]", text) if (u := unit_of(w)) is not None)
 
 
 def counts_else(template_word: str | None, question_word: str | None, question_units: frozenset[str]) -> bool:
@@ -56,9 +73,34 @@ def counts_else(template_word: str | None, question_word: str | None, question_u
     for "{g} grams", "200 *mushrooms*"), or another unit while the question still names the template's
     ("2 *kilograms* a day ... how many grams": a conversion the reasoning does not make). A unit renamed
     throughout ("a 175 oz bag ... how many oz" for "a {w}g bag ... how many grams") is the same reasoning, and a
-    function word after the number, or none, says nothing ("200 of them")."""
+    function word after the number, or none, says nothing ("200 of them"). A unit's subunit is never the unit
+    renamed ("30 *cents*" for "${v}")."""
     unit = unit_of(template_word) if template_word else None
     if unit is None or question_word is None or question_word in STOP_WORDS:
         return False
     other = unit_of(question_word)
-    return other is None or (other != unit and unit in question_units)
+    if other is None:
+        return True
+    return other != unit and (_subunit(unit, other) or unit in question_units)
+
+
+def _subunit(a: str | None, b: str | None) -> bool:
+    """One of two units divides the other (cent and dollar)."""
+    return a is not None and b is not None and (a in _SUBUNIT_OF.get(b, ()) or b in _SUBUNIT_OF.get(a, ()))
+
+
+def unit_refusal(template: str, question: str, bound: Mapping[str, int], mentions: Sequence[Mention], *,
+                 subunits_only: bool = False) -> str | None:
+    """Why a value read for a slot the template measures counts something else in the question, or None: each
+    slot's unit (the word after it, or a currency symbol before it) against the number's in the question.
+    ``subunits_only`` (the aligned path, which pins each slot between the template's own words): only a unit's
+    subunit ("30 cents" for "${v}") is refused; a word of the question's own there is a rename the aligner read."""
+    named = units_named(question)
+    for name, index in bound.items():
+        start = template.index("{" + name + "}")
+        unit = currency_before(template, start) or word_after(template, start + len(name) + 2)
+        mention = mentions[index]
+        counted = currency_before(question, mention.start) or word_after(question, mention.end)
+        if counts_else(unit, counted, named) and (not subunits_only or _subunit(unit_of(unit or ""), unit_of(counted or ""))):
+            return f"the number read for {name!r} ({mention.text!r}) counts {counted}, not {unit}"
+    return None

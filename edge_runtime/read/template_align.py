@@ -49,6 +49,7 @@ from functools import cached_property
 
 from edge_runtime.answer.currency import SYMBOLS as CURRENCY_SYMBOLS
 from edge_runtime.entries.metadata import Param
+from edge_runtime.read.measures import unit_of
 
 _SLOT = "\x00"
 _NAME = "\x01"  # the shape of any run of naming words, in the alignment by shape
@@ -161,6 +162,55 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *,
                            vocab, names_one_to_one=True, story=story)
 
 
+def renamed_role_asked(template: str, question: str, *, words: AlignWords | None = None) -> str | None:
+    """The word the question's final question asks with that its statements put in place of another of the
+    template's words, or None: the aligned path's rule (``_renamed_from``) for the model paths, which read a
+    question the aligner declined ("comic books → magazines, toys → action figures", then "If he removes 4 action
+    figures, how many magazines ..." for "If he removes {n} comic books, how many toys ...": the roles traded).
+    A pronoun of the template's final question may become any name, and a person named there is the guard's to match
+    (question_words.match_people), so neither counts here."""
+    vocab = words if words is not None else _default_words()
+    t_tokens = _template_tokens(template, vocab)
+    q_tokens = _tokens(question, vocab)
+    t_norm = [t if t.startswith(_SLOT) else vocab.norm(t) for t in t_tokens]
+    q_norm = [vocab.norm(t) for t, _, _ in q_tokens]
+    target_start = _target_start(t_tokens)
+    before: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
+    target: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, t_norm, q_norm, autojunk=False).get_opcodes():
+        if op != "equal":
+            phrase = (_content([t for t in t_tokens[i1:i2] if not t.startswith(_SLOT)], vocab),
+                      _content([t for t, _, _ in q_tokens[j1:j2]], vocab))
+            (before.add(phrase) if i2 <= target_start else target.append(phrase))
+    renamed_from = _renamed_from(before)
+    pronouns = {vocab.norm(w) for w in vocab.pronouns}
+    named = {vocab.norm(w.lower()) for w in vocab.people(question)}  # people: the guard matches them on its own
+    asking = _role_words(q_norm[_target_start([t for t, _, _ in q_tokens]):], vocab) - named
+    t_final = set(_asking(t_norm[target_start:]))
+    for t_phrase, q_phrase in target:
+        for word in q_phrase:
+            if word in asking and _trades_role(word, t_final | set(t_phrase), renamed_from) and not pronouns & set(t_phrase):
+                return word
+    return None
+
+
+def _role_words(final: list[str], vocab: AlignWords) -> set[str]:
+    """The words of a final question, from its question word on, that can name a role: not the frame ("how many", "the
+    quantity of"), not a unit of measure ("how much fabric in feet": a unit renamed throughout is the unit check's).
+    Words of a condition before the question word state givens ("If she drove 325 km a day, how many ...")."""
+    frame = {vocab.norm(w) for w in vocab.question_frame}
+    return {w for w in _asking(final) if w.isalpha() and w not in frame and unit_of(w) is None}
+
+
+def _trades_role(word: str, same_role: set[str], renamed_from: dict[str, set[str]]) -> bool:
+    """A word of the question's final question that its statements put in place of template words other than
+    ``same_role`` (the words the template's final question asks with, from its question word on, and those of the
+    phrase the word replaces): "magazines" for "comic books" in "If he removes 4 action figures, how many magazines"
+    where the template asks "how many toys". The rename of a word the template asks with is the same role ("Carla" →
+    "Katelyn", then "that Katelyn will need" for "will Carla need"), wherever the question's form puts it."""
+    return word in renamed_from and word not in same_role and not renamed_from[word] & same_role
+
+
 def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_tokens: list[tuple[str, int, int]],
                     question: str, opcodes: list[tuple[str, int, int, int, int]], params: tuple[Param, ...],
                     min_anchor_ratio: float, vocab: AlignWords, *, names_one_to_one: bool = False,
@@ -238,9 +288,15 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     if not names_one_to_one and any((b, a) in swapped for a, b in swapped):
         return None  # two template words traded places: the values' roles swapped
     q_words_all = [t for t, _, _ in q_tokens]
-    if in_target and _asks_the_same(t_norm[target_start:], [vocab.norm(t) for t in q_words_all[_target_start(q_words_all):]],
-                                    renamed, vocab):
+    q_final = [vocab.norm(t) for t in q_words_all[_target_start(q_words_all):]]
+    if in_target and _asks_the_same(t_norm[target_start:], q_final, renamed, vocab):
         in_target = []  # posed another way ("What is the number of boxes that Marie did order?"), the same question
+    renamed_from = _renamed_from(phrases_before)
+    pronouns = {vocab.norm(w) for w in vocab.pronouns}  # a pronoun may become any name: the guard matches people
+    asking = _role_words(q_final, vocab)
+    t_final = set(_asking(t_norm[target_start:]))
+    if in_target and _loses_most(t_norm[target_start:], q_final, renamed_from, vocab):
+        return None  # "what percentage of the distance has he covered" → "how many km are left": another question
     # One-to-one names keep the final question on the template's roles where it renames one name for another; a
     # template name it takes up in another place must have been renamed away there ("hat → beanie, scarf → hat"),
     # not kept ("how many boys" → "what is the number of girls" where the girls keep their name).
@@ -251,6 +307,10 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         if any(w in elsewhere and w not in t_words and not _renamed_consistently(w, phrases_before, phrases_target)
                and not _names_the_pronoun(w, t_words, pronoun_names, story or [], vocab) for w in q_words):
             return None  # the final question asks for a quantity the template gives another role
+        if not pronouns & set(t_words) and any(w in asking and _trades_role(w, t_final | set(t_words), renamed_from)
+                                               for w in q_words):
+            return None  # the final question names what another template word became: "comic books → magazines"
+            # before it, then "how many toys" → "how many magazines" asks for the other role
         if n_literal < 30 and not _renamed_throughout(t_words, q_words, renamed, vocab):
             return None  # the final question of a short template asks for something else
     if set(values) != set(by_name):
@@ -404,8 +464,46 @@ def _asks_the_same(t_final: list[str], q_final: list[str], renamed: set[tuple[st
         (a == b and a not in renamed_away) or (a, b) in renamed for a, b in zip(asked, posed))
 
 
+def _loses_most(t_final: list[str], q_final: list[str], renamed_from: dict[str, set[str]], vocab: AlignWords) -> bool:
+    """The question's final question keeps fewer than half of the words that name what the template's asks for (from
+    its question word on, besides the frame: "how many", "what is the"), each kept or renamed as the question renamed
+    it before. One reworded for the same quantity keeps most of them ("How much money does he make" → "How many
+    dollars does he make"); one asking for another quantity keeps few ("what percentage of this distance has he
+    covered" → "how many kilometers does he still have left to travel")."""
+    frame = {vocab.norm(w) for w in vocab.question_frame} | {vocab.norm(w) for w in vocab.common}
+    asked = {w for w in _asking(t_final) if not w.startswith(_SLOT) and w.isalpha() and w not in frame
+             and not vocab.is_quantity(w)}
+    posed = {w for w in _asking(q_final) if w.isalpha() and w not in frame}
+    kept = {w for w in asked if w in posed or any(w in renamed_from.get(b, ()) for b in posed)}
+    return bool(asked) and 2 * len(kept) < len(asked)
+
+
+_QUESTION_WORDS = frozenset("how what which who whom whose calculate compute find determine".split())
+
+
+def _asking(final: list[str]) -> list[str]:
+    """A final question's tokens from its first question word on (a condition before it states givens)."""
+    start = next((i for i, w in enumerate(final) if re.split(r"['’]", w)[0] in _QUESTION_WORDS), 0)  # "what's" too
+    return final[start:]
+
+
 def _content(words: list[str], vocab: AlignWords) -> tuple[str, ...]:
-    return tuple(vocab.norm(w) for w in words if w.isalpha() and w not in vocab.common and not vocab.is_quantity(w))
+    """The words of a phrase that name something, compared as ``vocab.norm`` does (a possessive as its name)."""
+    bare = (re.sub(r"['’]s?$", "", w) for w in words)
+    return tuple(vocab.norm(w) for w in bare if w.isalpha() and w not in vocab.common and not vocab.is_quantity(w))
+
+
+def _renamed_from(before: set[tuple[tuple[str, ...], tuple[str, ...]]]) -> dict[str, set[str]]:
+    """Each word a rename before the final question put in place of template words -> those template words
+    ("comic books" → "magazines": magazine -> {comic, book})."""
+    sources: dict[str, set[str]] = {}
+    for t_phrase, q_phrase in before:
+        if not t_phrase:
+            continue  # words inserted ("$5" → "5 dollars"), not a template word renamed
+        for word in q_phrase:
+            if word not in t_phrase:
+                sources.setdefault(word, set()).update(t_phrase)
+    return sources
 
 
 def _renamed_consistently(word: str, before: set[tuple[tuple[str, ...], tuple[str, ...]]],

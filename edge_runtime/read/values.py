@@ -29,6 +29,18 @@ DIGITS_END = r"(?![\d_]|[.,/]\d)"
 #: doughnuts). "May" is left out: it is mostly the verb.
 MONTH_DAYS = {"january": 31, "february": 28, "march": 31, "april": 30, "june": 30, "july": 31, "august": 31,
               "september": 30, "october": 31, "november": 30, "december": 31}
+#: (MONTH_DAYS leaves out "may", which the aligner would read as a quantity wherever it is a verb.)
+#: "May" is a month where it is capitalised inside a sentence ("in the month of May"), a verb elsewhere ("may").
+_MAY = re.compile(r"(?<![.?!]\s)(?<![.?!]\s\s)(?<!^)\bMay\b")
+
+
+def months_named(text: str) -> dict[str, int]:
+    """The months a text names (lower-cased, in order of first mention) -> the days each states."""
+    found = [(m.start(), m.group(0).lower()) for m in re.finditer(r"[A-Za-z]+", text) if m.group(0).lower() in MONTH_DAYS]
+    found += [(m.start(), "may") for m in _MAY.finditer(text)]
+    return {w: MONTH_DAYS.get(w, 31) for _, w in sorted(found)}
+
+
 _ALONE = {"once": 1, "twice": 2, "thrice": 3, "double": 2, "triple": 3}
 _HALF_OF = {"dozen": 12, **_SCALES}  # "half a dozen", "half a million"
 _AFTER_ARTICLE = {"dozen", *_SCALES, *_DENOMINATORS}  # "a" means one only before these

@@ -82,6 +82,32 @@ def test_the_reference_solution_outweighs_a_program_that_shares_the_entrys_mista
     assert other_model.accepted and other_model.info["verification"]["status"] == "verified"  # one model against one
 
 
+COOKIES = ("Matt wants cookies for a snack, but his dad wants him to eat healthily. He tells Matt he can have half as many "
+           "cookies as the number of carrot sticks he eats, plus two extra for cleaning his room. If Matt wants to eat five "
+           "cookies in total, how many carrot sticks does he have to eat?")
+#: GSM8K 472's PAL program: right, but which of its two 2s reads "half" (doubling) and which "two extra" the planner must
+#: guess; it guesses them crossed, so "a third as many ... plus 4 extra" would be answered wrong. SAME_GUESS is the
+#: worked solution ("5 - 2 = 3", "3 * 2 = 6"), bound by the same guess.
+COOKIES_PAL = ("cookies_total = 5\ncookies_extra = 2\ncookies_carrot_sticks = cookies_total - cookies_extra\n"
+               "carrot_sticks = cookies_carrot_sticks * 2\nresult = carrot_sticks\nreturn result")
+SAME_GUESS = IndependentProgram("same-guess", as_solution("left = 5 - 2\nans = left * 2"))
+APART = IndependentProgram("apart", as_solution("num_cookies = 5\nsticks = num_cookies - 2\nper_stick = 0.5\n"
+                                                "ans = sticks / per_stick"))
+
+
+def test_a_program_that_writes_equal_numbers_apart_outweighs_agreement_by_the_same_guess(importer: Importer) -> None:
+    """Two numbers of one value in a program are bound to the question by a guess, and an independent program that
+    also writes them as one value is bound by the same guess: its agreement cannot confirm which is which. A program
+    that writes them apart (0.5 for half) and disagrees decides: what the entry keeps varying must be right."""
+    alone = importer.import_one(with_independent(transcript(COOKIES, COOKIES_PAL, 6), SAME_GUESS))
+    assert alone.accepted and alone.info["verification"]["status"] == "verified"  # alone, it cannot tell
+    assert len(alone.info["params"]) == 3
+    both = importer.import_one(with_independent(transcript(COOKIES, COOKIES_PAL, 6), SAME_GUESS, APART))
+    assert both.accepted, both.detail
+    assert both.info["params"] == ["cookies_total"], both.info  # the two 2s stay as stated
+    assert both.info["verification"]["status"] == "verified"
+
+
 def test_an_independent_program_wrong_on_the_original_is_not_used(importer: Importer) -> None:
     wrong = IndependentProgram("wrong", as_solution("ans = 2 + 4"))
     result = importer.import_one(with_independent(transcript(PENS, RIGHT, 8), wrong))

@@ -39,8 +39,8 @@ can could will would should may might must per one please""".split()),
     percent=frozenset({"%", "percent", "pct"}),
     month_days=values.MONTH_DAYS,
     compound_number=rf"(?:{'|'.join(TENS)})-(?:{'|'.join(w for w, v in ONES.items() if 0 < v < 10)})\b",
-    question_frame=frozenset("""how many much what which is are was were the a an of number amount total that do does
-did will would can could calculate find determine compute""".split()),
+    question_frame=frozenset("""how many much what which is are was were the a an of number amount quantity total that do
+does did will would can could calculate find determine compute""".split()),
     stem=plural_stem,
     pronouns=frozenset("he she him her they them".split()),
     people=question_words.people,

@@ -16,6 +16,7 @@ from edge_runtime.pipeline import Pipeline
 from edge_runtime.read.extractor import Extraction, Extractor
 from edge_runtime.read.guard import GuardConfig, ReasoningGuard, check, make_guard, scan
 from edge_runtime.read.question_words import asked_noun, target_clause
+from edge_runtime.read.values import months_named
 
 DUCKS = EntryPoint(
     id="ducks",
@@ -785,3 +786,49 @@ def test_a_slot_the_template_follows_with_a_count_noun_is_not_checked():
     """"{a} apples" read from "5 red apples": an adjective between, not another thing counted."""
     question = "Sam buys 5 red apples at the market. Kim buys 6 pears there. How many apples does Sam buy in 3 weeks?"
     assert check(TWO_PEOPLE, question, {"a": 5, "b": 6, "w": 3}, "lm-draft") is None
+
+
+def test_may_is_a_month_inside_a_sentence():
+    """A template "in the month of May" counts 31 days; June states 30, so it is another constant (a verb "may"
+    names no month)."""
+    entry = EntryPoint(
+        id="fish", description="fish food in May", root="r",
+        template="Jo got {fish} fish. They each need ${food} worth of food a day. How much does she spend in the month of May?",
+        params=(Param("fish", "fish", int, 3, minimum=0), Param("food", "food a day", float, 1.0, minimum=0)),
+    )
+    values = {"fish": 5, "food": 2.0}
+    question = "Ana got 5 fish. They each need $2 worth of food a day. How much does she spend in the month of {}?"
+    assert check(entry, question.format("July"), values) is None
+    assert "May" in check(entry, question.format("June"), values)
+    assert months_named("You may buy it in May. June is hot.") == {"may": 31, "june": 30}
+
+
+def test_a_reversed_question_with_renamed_roles_is_refused_on_the_model_path():
+    entry = EntryPoint(
+        id="bag", description="bag", root="r",
+        template=("Uma's backpack is too heavy. She must take out {weight} pounds. Her novels weigh {novel} pound each and "
+                  "her games weigh {game} pound each. If she takes out {novels} novels, how many games must she take out?"),
+        params=tuple(Param(n, n, float, 1.0, minimum=0) for n in ("weight", "novel", "game", "novels")),
+    )
+    values = {"weight": 12.0, "novel": 0.25, "game": 0.5, "novels": 8.0}
+    same = ("Ida's backpack is too heavy. She must take out 12 pounds. Her magazines weigh 1/4 pound each and her "
+            "puzzles weigh 1/2 pound each. If she takes out 8 magazines, how many puzzles must she take out?")
+    traded = same.replace("8 magazines, how many puzzles", "8 puzzles, how many magazines")
+    assert check(entry, same, values, "lm-draft") is None
+    assert "in place of another" in check(entry, traded, values, "lm-draft")
+
+
+def test_on_the_aligned_path_only_a_subunit_is_another_unit():
+    """The aligner pins a slot between the template's words, so "5 mph" in place of "{s} miles" is its rename; an
+    amount in cents in place of "${v}" is a hundred times the value whatever the words around it."""
+    caps = EntryPoint(id="caps", description="caps", root="r",
+                      template="He finds {caps} caps a day and each cap is worth ${value}. How much money does he make?",
+                      params=(Param("caps", "caps", int, 10, minimum=0), Param("value", "value", float, 0.25, minimum=0)))
+    cents = "He finds 6 caps a day and each cap is worth 30 cents. How much money does he make?"
+    assert "counts cents" in check(caps, cents, {"caps": 6, "value": 30.0}, "aligned")
+    ride = EntryPoint(id="ride", description="ride", root="r",
+                      template="Ann rides at {speed} miles an hour for {hours} hours. How far does she ride?",
+                      params=(Param("speed", "speed", int, 10, minimum=0), Param("hours", "hours", int, 2, minimum=0)))
+    mph = "Ann rides at 12 mph an hour for 3 hours. How far does she ride?"
+    assert check(ride, mph, {"speed": 12, "hours": 3}, "aligned") is None
+    assert check(ride, mph, {"speed": 12, "hours": 3}, "lm-draft") is not None

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from edge_runtime.read.measures import counts_else, unit_of, units_named, word_after
+from edge_runtime.read.measures import counts_else, unit_of, unit_refusal, units_named, word_after
 
 
 def test_spellings_of_one_unit_are_one_unit():
@@ -33,3 +33,26 @@ def test_a_unit_renamed_throughout_is_the_same_reasoning():
     assert renamed == {"ounce"} and not counts_else("g", "oz", renamed)
     mixed = units_named("John eats 2 kilograms a day. How many grams of protein does he get?")
     assert counts_else("grams", "kilograms", mixed)
+
+
+def test_a_unit_and_its_subunit_are_never_a_rename():
+    """"worth 30 cents" for "worth ${v}": the entry would count 30 dollars, a hundred times the answer; the
+    template's $ is read from the symbol before its slot."""
+    assert unit_of("$") == "dollar" and unit_of("€") == "euro"
+    assert counts_else("$", "cents", frozenset({"cent"})) and counts_else("cents", "$", frozenset({"dollar"}))
+    assert not counts_else("meters", "cm", frozenset({"centimeter"}))  # a length renamed throughout
+    assert not counts_else("$", "€", frozenset({"euro"}))  # a currency renamed throughout
+    assert units_named("It costs $5 and €3.") == {"dollar", "euro"}
+
+
+def test_unit_refusal_reads_currency_symbols_before_the_numbers():
+    from edge_runtime.read.mentions import scan
+
+    template = "Each cap is worth ${value}. He finds {caps} caps a day. How much money does he make in a week?"
+    cents = "Each cap is worth 30 cents. He finds 6 caps a day. How much money does he make in a week?"
+    dollars = "Each cap is worth $0.30. He finds 6 caps a day. How much money does he make in a week?"
+    for question, refused in ((cents, True), (dollars, False)):
+        mentions = scan(question)
+        bound = {"value": 0, "caps": 1}
+        refusal = unit_refusal(template, question, bound, mentions)
+        assert (refusal is not None) is refused, refusal

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from edge_runtime.entries.metadata import Param
-from edge_runtime.read.template_align import aligned_values
+from edge_runtime.read.template_align import aligned_values, renamed_role_asked
 
 TEMPLATE = (
     "Benny saw a {length}-foot shark with {count} {size}-inch remoras attached to it. "
@@ -373,3 +373,77 @@ def test_names_sharing_a_word_are_not_two_roles(hobby):
                 "music. How many like to hike if the number that like to play music is twice the number that like to "
                 "play tennis?")
     assert aligned_values(template, params, question) == {"n": "120", "a": "12", "b": "7"}
+
+
+BAG = ("Uma's backpack is too heavy. She must take out {weight} pounds. Her novels weigh {novel} pound each and her "
+       "games weigh {game} pound each. If she takes out {novels} novels, how many games must she take out?")
+BAG_PARAMS = tuple(Param(name=n, description=n, type=float, original=1.0, minimum=0)
+                   for n in ("weight", "novel", "game", "novels"))
+
+
+def test_a_final_question_that_trades_the_renamed_roles_is_declined():
+    """Novels became magazines and games puzzles before the final question; "If she takes out 4 puzzles, how many
+    magazines" then asks for the other role (a reversed question), whatever new words name them."""
+    same = (BAG.format(weight=12, novel="1/4", game="1/2", novels=8)
+            .replace("novels", "magazines").replace("games", "puzzles"))
+    assert aligned_values(BAG, BAG_PARAMS, same) == {"weight": "12", "novel": "1/4", "game": "1/2", "novels": "8"}
+    traded = same.replace("takes out 8 magazines, how many puzzles", "takes out 8 puzzles, how many magazines")
+    assert aligned_values(BAG, BAG_PARAMS, traded) is None
+    assert renamed_role_asked(BAG, traded) == "magazine" and renamed_role_asked(BAG, same) is None
+
+
+def test_a_unit_or_a_condition_renamed_before_the_final_question_is_no_role_trade():
+    """A unit renamed throughout ("inches" → "feet", then "how much fabric in feet") and a word that a condition before the
+    question word repeats ("covering a distance of ...") name no role the final question asks for."""
+    fabric = ("Luke is buying fabric for new curtains. There are {n} windows. Each window is {w} inches wide. "
+              "How much fabric should he buy?")
+    in_feet = ("Luke is buying fabric for new curtains. There are 5 windows. Each window is 3 feet wide. "
+               "How much fabric in feet should he buy?")
+    assert renamed_role_asked(fabric, in_feet) is None
+    drive = ("It is {d} kilometers from San Diego to New York. If Bernice drove {k} kilometers a day, how many kilometers "
+             "will she still need to drive?")
+    covered = ("The distance from San Diego to New York is 1955 kilometers. Covering a distance of 325 kilometers a day, "
+               "how many kilometers will she still need to drive?")
+    assert renamed_role_asked(drive, covered) is None
+
+
+def test_a_final_questions_asking_part_starts_at_its_question_word_contracted_or_not():
+    from edge_runtime.read.template_align import _asking
+
+    assert _asking(["if", "sally", "is", "8", ",", "what'", "the", "total", "age"]) == ["what'", "the", "total", "age"]
+    assert _asking(["if", "he", "sells", "4", ",", "how", "many", "are", "left"]) == ["how", "many", "are", "left"]
+
+
+def test_a_person_renamed_is_the_same_role_wherever_the_final_question_names_them():
+    """"How many cups will Omar need" posed as "What is the number of cups ... that Lena will need": Lena is Omar
+    renamed, the person the template asks about; a person renamed from someone the template does not ask about is
+    another role ("the combined weight of Zoe and Max", test below)."""
+    template = ("{c} cups of sugar are needed for a tray of buns. Omar is baking {a} trays on Monday and {b} trays on "
+                "Friday. How many cups of sugar will Omar need to bake the trays on both days?")
+    params = tuple(Param(name=n, description=n, type=int, original=1, minimum=0) for n in "cab")
+    question = ("3 cups of sugar are needed for a tray of buns, and Lena is baking 4 trays on Monday and 6 trays on "
+                "Friday. What is the number of cups of sugar that Lena will need to bake the trays on both days?")
+    assert aligned_values(template, params, question) == {"c": "3", "a": "4", "b": "6"}
+
+
+def test_a_final_question_about_a_person_renamed_in_another_role_is_declined():
+    template = ("Ada weighs {a} kg. Ben weighs {b} kg more than Ada. Cy is {c} kg lighter than Ben. "
+                "What is the weight of Cy, in kg?")
+    params = tuple(Param(name=n, description=n, type=int, original=1, minimum=0) for n in "abc")
+    question = "Zoe weighs 40 kg. Ian weighs 9 kg more than Zoe. Max is 3 kg lighter than Ian. What is the weight of Max, in kg?"
+    assert aligned_values(template, params, question) == {"a": "40", "b": "9", "c": "3"}
+    both = question.replace("the weight of Max", "the combined weight of Zoe and Max")
+    assert aligned_values(template, params, both) is None
+    assert renamed_role_asked(template, both) is None  # people are the guard's to match (match_people)
+
+
+
+def test_a_pronoun_of_the_final_question_may_become_the_name_renamed_before():
+    """"How many emails does *he* respond to" → "does *Lucas*": Lucas is the rename of Tom, whom the pronoun stands
+    for; only a template word of another role in that place trades roles."""
+    template = ("Tom gets {n} emails a day. {p}% of those emails don't require any response. He responds to the rest "
+                "of them. How many emails does he respond to in a {d} day work week?")
+    params = tuple(Param(name=n, description=n, type=int, original=1) for n in "npd")
+    question = ("Lucas gets 80 emails a day. 10% of those emails don't require any response. He responds to the rest "
+                "of them. How many emails does Lucas respond to in a 3 day work week?")
+    assert aligned_values(template, params, question) == {"n": "80", "p": "10", "d": "3"}
