@@ -174,13 +174,14 @@ def report(records: Path) -> dict[str, dict[str, int]]:
     return {k: dict(v) for k, v in sorted(table.items())}
 
 
-def probe_split(registry: Path, *, seed: int = 0) -> Split:
+def probe_split(registry: Path, *, seed: int = 0, dev_ids: set[str] | None = None) -> Split:
     """The evaluation split (``gsm_bundle``'s) with every probed GSM8K row's entry counted as a dev entry, so the
-    bundle holds it and it is never held out as an unrelated question; pass the saved file to ``gsm_bundle --split``."""
+    bundle holds it and it is never held out as an unrelated question; pass the saved file to ``gsm_bundle --split``.
+    ``dev_ids``: the dev sets' entries (None: read from the dev sets in ../shared/data)."""
     from builder.eval.gsm_bundle import accepted_entries, choose_split, dev_entry_ids
 
     probed = {gsm8k_entry_id(t.gsm8k_row) for t in load_templates()}
-    return choose_split(accepted_entries(registry), dev_entry_ids() | probed, seed=seed)
+    return choose_split(accepted_entries(registry), (dev_entry_ids() if dev_ids is None else dev_ids) | probed, seed=seed)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,8 +59,9 @@ def test_the_probe_split_bundles_every_probed_entry_and_never_holds_one_out(tmp_
     accepted = [f"gsm8k-{r:04d}" for r in range(1319) if r % 3]  # a registry that rejected every third row
     for entry_id in accepted:
         (tmp_path / "entries" / f"{entry_id}.py").write_text("")
-    split = probe_split(tmp_path)
+    split = probe_split(tmp_path, dev_ids={"gsm8k-0001"})
     probed = {f"gsm8k-{r:04d}" for r in rows} & set(accepted)
     assert probed and probed <= set(split.bundle_ids)
     assert not probed & set(split.unrelated_ids)
     assert set(split.bundle_ids) | set(split.unrelated_ids) == set(accepted)
+    assert "gsm8k-0001" in split.bundle_ids
