@@ -143,10 +143,23 @@ def roles_asked_about(text: str) -> tuple[tuple[str, ...], tuple[str, ...], tupl
     if not asked or not story:
         return (), (), story
     final = text[slice(*asked[-1])]
-    target = target_clause(final)
-    asking = _CONDITION.split(target, maxsplit=1)[0]
+    asking = _asking_part(final)
     condition = final.replace(asking, " ")
     return (tuple(p for p in people(asking) if p in story), tuple(p for p in people(condition) if p in story), story)
+
+
+def _asking_part(final: str) -> str:
+    """A final question from its question word to a condition ("how many does Sam have *if* Kim has 4")."""
+    return _CONDITION.split(target_clause(final), maxsplit=1)[0]
+
+
+_PRONOUNS = frozenset("he she him her his hers they them their theirs".split())
+
+
+def asks_with_pronoun(text: str) -> bool:
+    """The text's final question asks about someone by a pronoun ("How many does *she* have?")."""
+    finals = [text[s:e] for s, e in sentences(text) if "?" in text[s:e]]
+    return bool(finals) and bool(_PRONOUNS & set(WORD.findall(_asking_part(finals[-1]).lower())))
 
 
 def match_people(template: tuple[str, ...], question: tuple[str, ...]) -> dict[str, str] | None:
@@ -168,3 +181,12 @@ def other_people(template: tuple[str, ...], question: tuple[str, ...]) -> bool:
     if not t or not q:
         return False
     return (not set(t) <= set(q) and not set(q) <= set(t)) or (len(t) == len(q) and t != q)
+
+
+def more_people(template: tuple[str, ...], question: tuple[str, ...], *, template_pronoun: bool = False) -> bool:
+    """The question asks about the template's people and others of the story besides ("the weight of Cy" → "the
+    combined weight of Ada and Cy"): a total over more of them, another quantity. Where the template asks with a
+    pronoun (``template_pronoun``), the name the question puts there is that person, not one more ("does *he* deliver
+    to District B" → "does *James* deliver to District B")."""
+    t, q = set(template), set(question)
+    return bool(t) and t < q and not template_pronoun

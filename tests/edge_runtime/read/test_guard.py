@@ -726,6 +726,23 @@ def test_a_final_question_about_another_person_of_the_story_asks_for_something_e
     assert ReasoningGuard(GuardConfig(check_roles=False))(TWO_PEOPLE, renamed.format("Omar"), values, path) is None
 
 
+@pytest.mark.parametrize("path", ["aligned", "lm-draft"])
+def test_a_final_question_about_more_people_of_the_story_asks_for_a_total(path):
+    """"How many apples does Lucy buy" → "How many apples do Lucy and Omar buy": a total over both, not Lucy's."""
+    values = {"a": 5, "b": 6, "w": 3}
+    story = "Lucy buys 5 apples at the market. Omar buys 6 pears there. "
+    assert check(TWO_PEOPLE, story + "How many apples do Lucy and Omar buy in 3 weeks?", values, path) == (
+        "the question asks about more people of its story than the entry's question does")
+    assert check(TWO_PEOPLE, story + "How many apples does Lucy buy in 3 weeks?", values, path) is None
+    # a name where the entry asks with a pronoun is that person, whatever else the asking part names
+    papers = EntryPoint(
+        id="papers", description="newspapers to District B", root="answer", answer_key="answer",
+        template="Jack delivers {n} newspapers a day, {a} of them to District A. How many does he deliver to District B?",
+        params=(Param("n", "newspapers a day", int, 600, minimum=0), Param("a", "to District A", int, 198, minimum=0)))
+    named = "James delivers 500 newspapers a day, 120 of them to District A. How many does James deliver to District B?"
+    assert check(papers, named, {"n": 500, "a": 120}, path) is None
+
+
 @pytest.mark.parametrize(("question", "served"), [
     # a pronoun named, or a name made a pronoun: the same person
     ("Lucy buys 5 apples at the market. Omar buys 6 pears there. How many apples does she buy in 3 weeks?", True),
