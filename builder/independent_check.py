@@ -246,8 +246,10 @@ def _guessed_pairs(plan: Plan, run_entry: RunEntry, disagreeing: Sequence[tuple[
     out: list[tuple[ParamPlan, ParamPlan, str]] = []
     for i, p in enumerate(plain):
         for q in plain[i + 1:]:
+            if not _equal_literals(p, q):
+                continue
             tells = next((b for b in apart if _binds_apart(b, p, q)), None)
-            if tells is None or not _equal_literals(p, q):
+            if tells is None:
                 continue
             for _ in range(tries):
                 values = draw_values(plan, rng)

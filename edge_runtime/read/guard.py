@@ -48,7 +48,6 @@ from edge_runtime.read.mentions import shares_value as _shares_value
 from edge_runtime.read.question_words import (
     WORD,
     asked_noun,
-    asks_with_pronoun,
     content_words,
     match_people,
     modifier_change,
@@ -387,7 +386,7 @@ class ReasoningGuard:
         if same is not None:
             if other_people(tuple(same[p] for p in t_asks), q_asks):
                 return "the question asks about another person of its story than the entry's question does"
-            if more_people(tuple(same[p] for p in t_asks), q_asks, template_pronoun=asks_with_pronoun(read.facts.literal)):
+            if more_people(tuple(same[p] for p in t_asks), q_asks, template_pronoun=read.facts.asks_with_pronoun):
                 return "the question asks about more people of its story than the entry's question does"
             if other_people(tuple(same[p] for p in t_if), q_if):
                 return "the final question's condition is about another person of its story than the entry's"

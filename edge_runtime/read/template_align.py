@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from fractions import Fraction
@@ -189,7 +189,7 @@ def renamed_role_asked(template: str, question: str, *, words: AlignWords | None
     t_final = set(_asking(t_norm[target_start:]))
     for t_phrase, q_phrase in target:
         for word in q_phrase:
-            if word in asking and _trades_role(word, t_final | set(t_phrase), renamed_from) and not pronouns & set(t_phrase):
+            if word in asking and _trades_role(word, t_phrase, t_final, renamed_from, pronouns):
                 return word
     return None
 
@@ -202,12 +202,17 @@ def _role_words(final: list[str], vocab: AlignWords) -> set[str]:
     return {w for w in _asking(final) if w.isalpha() and w not in frame and unit_of(w) is None}
 
 
-def _trades_role(word: str, same_role: set[str], renamed_from: dict[str, set[str]]) -> bool:
-    """A word of the question's final question that its statements put in place of template words other than
-    ``same_role`` (the words the template's final question asks with, from its question word on, and those of the
-    phrase the word replaces): "magazines" for "comic books" in "If he removes 4 action figures, how many magazines"
-    where the template asks "how many toys". The rename of a word the template asks with is the same role ("Carla" →
-    "Katelyn", then "that Katelyn will need" for "will Carla need"), wherever the question's form puts it."""
+def _trades_role(word: str, t_phrase: Sequence[str], t_final: set[str], renamed_from: dict[str, set[str]],
+                 pronouns: set[str]) -> bool:
+    """A word of the question's final question, in place of the template's ``t_phrase``, that its statements put in
+    place of template words other than the same role's (the words the template's final question asks with, from its
+    question word on, ``t_final``, and those of ``t_phrase``): "magazines" for "comic books" in "If he removes 4
+    action figures, how many magazines" where the template asks "how many toys". The rename of a word the template
+    asks with is the same role ("Carla" → "Katelyn", then "that Katelyn will need" for "will Carla need"), wherever
+    the question's form puts it; a pronoun in ``t_phrase`` may become any name (the guard matches people)."""
+    same_role = t_final | set(t_phrase)
+    if pronouns & set(t_phrase):
+        return False
     return word in renamed_from and word not in same_role and not renamed_from[word] & same_role
 
 
@@ -292,7 +297,7 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     if in_target and _asks_the_same(t_norm[target_start:], q_final, renamed, vocab):
         in_target = []  # posed another way ("What is the number of boxes that Marie did order?"), the same question
     renamed_from = _renamed_from(phrases_before)
-    pronouns = {vocab.norm(w) for w in vocab.pronouns}  # a pronoun may become any name: the guard matches people
+    pronouns = {vocab.norm(w) for w in vocab.pronouns}
     asking = _role_words(q_final, vocab)
     t_final = set(_asking(t_norm[target_start:]))
     if in_target and _loses_most(t_norm[target_start:], q_final, renamed_from, vocab):
@@ -307,8 +312,7 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         if any(w in elsewhere and w not in t_words and not _renamed_consistently(w, phrases_before, phrases_target)
                and not _names_the_pronoun(w, t_words, pronoun_names, story or [], vocab) for w in q_words):
             return None  # the final question asks for a quantity the template gives another role
-        if not pronouns & set(t_words) and any(w in asking and _trades_role(w, t_final | set(t_words), renamed_from)
-                                               for w in q_words):
+        if any(w in asking and _trades_role(w, t_words, t_final, renamed_from, pronouns) for w in q_words):
             return None  # the final question names what another template word became: "comic books → magazines"
             # before it, then "how many toys" → "how many magazines" asks for the other role
         if n_literal < 30 and not _renamed_throughout(t_words, q_words, renamed, vocab):

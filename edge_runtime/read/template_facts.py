@@ -1,5 +1,6 @@
 """What the guard reads from an entry's template once: its constants, each slot's neighbouring words, its final
-question, the months it names, the slots written as fractions, percents or money.
+question (and whether it asks by a pronoun), the months it names, the slots written as fractions, percents or
+money.
 
 The guard (guard.py) compares a question with these facts; they depend on the entry alone, so the guard computes
 them once per entry and keeps them.
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.read.measures import currency_before
 from edge_runtime.read.mentions import PERCENT_AFTER, Mention
-from edge_runtime.read.question_words import STOP_WORDS, WORD, content_words, stem, target_clause
+from edge_runtime.read.question_words import STOP_WORDS, WORD, asks_with_pronoun, content_words, stem, target_clause
 from edge_runtime.read.restatement import remove_numbers
 from edge_runtime.read.values import months_named
 
@@ -41,6 +42,7 @@ class TemplateFacts:
     percent_slots: frozenset[str] = frozenset()  # slots the template writes as a percent: "{p}%", "{p} percent"
     #: the words right before and after a slot -> the slot: ("combines", "ml") -> "first" of "combines {first} mL"
     after_slot: dict[tuple[str, str], str] = field(default_factory=dict)
+    asks_with_pronoun: bool = False  # its final question asks about someone by a pronoun ("how many does she have")
 
 
 def template_facts(entry: EntryPoint, scan: Callable[[str], Sequence[Mention]], *, phrase_rules: bool = True) -> TemplateFacts:
@@ -79,6 +81,7 @@ def template_facts(entry: EntryPoint, scan: Callable[[str], Sequence[Mention]], 
         before_of=frozenset(re.findall(r"\{(\w+)\}\s+(?:times\s+)?of\b", template)),
         percent_slots=frozenset(m.group(1) for m in SLOT.finditer(template) if PERCENT_AFTER.match(template, m.end())),
         after_slot=after_slot,
+        asks_with_pronoun=asks_with_pronoun(literal),
     )
 
 
