@@ -29,9 +29,10 @@ from typing import Any
 
 from builder.gsm8k import is_close
 from builder.independent import IndependentProgram
+from builder.pot_import.matching import similarity
 from builder.pot_import.plan import ParamPlan, Plan, draw_values
 from builder.pot_import.planner import plan_parameters
-from builder.pot_import.program import PalProgram, RunTimeout
+from builder.pot_import.program import PalProgram, RunTimeout, close_to
 from builder.pot_import.transcripts import Rejected
 from builder.prose_units import doubtful_binding, nouns_after_numbers
 from builder.verification import Verification
@@ -142,7 +143,7 @@ RunEntry = Callable[[dict[str, Any]], Any]  # the compiled entry on parameter va
 
 
 def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, variants: int = DEFAULT_VARIANTS,
-          rng: random.Random) -> Verification | Disagreement:
+          rng: random.Random, question: str = "", program: PalProgram | None = None) -> Verification | Disagreement:
     """Compare the entry with the independent programs that can check it on ``variants`` rendered variants.
 
     A program is applicable when it reads every number the entry's reasoning reads (each non-free
@@ -158,7 +159,9 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
     is the better judge when two programs share a mistake. A program whose prose counts something
     else with a number it is bound to (builder.prose_units) may disagree but never be the one that agrees; nor may one
     that binds two numbers of one value by the same guess as the entry, when a program that writes them apart
-    disagrees (``_guessed_pairs``)."""
+    disagrees (``_guessed_pairs``). With the entry's ``program`` and ``question``, a program whose disagreement is
+    its own guess of which of two literals of one value reads which mention does not disagree
+    (``_rebinding_agrees``)."""
     params = list(plan.params)
     varied = [p for p in params if not p.free]
     if not bound:
@@ -183,6 +186,12 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
             doubted.append(f"{b.source} agrees but {b.doubts(read[id(b)])[0]}")
         else:
             agreeing.append((b, compared))
+    if program is not None and agreeing:  # with nothing agreeing, the disagreement freezes as before
+        for b, why in list(disagreeing):
+            if rebound := _rebinding_agrees(question, program, b, params, run_entry,
+                                            _holding(plan, fixed_of[id(b)], rng), variants):
+                disagreeing.remove((b, why))
+                doubted.append(f"{b.source} disagrees only by its guess: it agrees with {rebound} traded")
     if guessed := _guessed_pairs(plan, run_entry, disagreeing):
         # a program that writes two equal-valued numbers apart ("0.5" for half, "2" for the two extra) and disagrees
         # outweighs those that bind them by the planner's guess, as the entry does: their agreement confirms nothing
@@ -280,6 +289,48 @@ def _shares_a_guess(b: BoundProgram, guessed: Sequence[tuple[ParamPlan, ParamPla
         if ours and theirs and any(x is not y and _equal_literals(x, y) for x in ours for y in theirs):
             return f"{p.mention.text!r} and {q.mention.text!r} as the entry does, by the same guess, and {source}"
     return ""
+
+
+def _rebinding_agrees(question: str, program: PalProgram, b: BoundProgram, params: Sequence[ParamPlan],
+                      run_entry: RunEntry, draw: Callable[[], dict[str, Any]], variants: int) -> str:
+    """The pair of mentions (described) whose trade explains ``b``'s disagreement, or "".
+
+    Two mentions of one value ("2 houses ... 2 windows each") read by two literals of one value: which literal reads
+    which is the planner's guess unless a variable name the program's author wrote tells them apart. A GSM8K worked
+    solution has no such names ("3 * 2 = 6", "10 * 2 = 20"), so the planner binds its pair by order, and a crossed
+    guess disagrees with a right entry on every variant that sets the two apart. Its disagreement is explained, and
+    vetoes or freezes nothing, when the entry's own variable names prefer the entry's binding
+    (:func:`builder.pot_import.matching.similarity`), ``b``'s names do not prefer its own, and ``b`` with the pair
+    traded agrees with the entry on ``variants`` variants. The traded program is not counted as agreeing: only where
+    another program agrees is a disagreement explained (the entry is then verified with the pair varying); otherwise
+    it freezes the pair as any disagreement does, so no entry loses its verification to this."""
+    varied = [p for p in params if not p.free and not p.mentions]
+    for i, p in enumerate(varied):
+        for q in varied[i + 1:]:
+            a, c = (p.mention.start, p.mention.end), (q.mention.start, q.mention.end)
+            if a == c or not close_to(float(p.mention.value), float(q.mention.value)):
+                continue
+            x, y = b.by_span.get(a), b.by_span.get(c)
+            if x is None or y is None or x is y or not _equal_literals(x, y):
+                continue
+            if (_name_preference(question, program, p, q) or 0) <= 0 or (_name_preference(question, b.program, x, y) or 0) > 0:
+                continue
+            trade = BoundProgram(b.source, b.program, b.plan, {**b.by_span, a: y, c: x}, b.doubtful)
+            compared, wrong = _compare(trade, params, run_entry, draw, variants)
+            if compared >= variants and not wrong:
+                return f"{p.mention.text!r} and {q.mention.text!r}"
+    return ""
+
+
+def _name_preference(question: str, program: PalProgram, p: ParamPlan, q: ParamPlan) -> float | None:
+    """How much better the names of ``p``'s and ``q``'s literals fit their own mentions than each other's, or None
+    when a literal has no variable of its own (a worked solution's inline number: nothing tells the two apart)."""
+    lp, lq = program.literal(p.literal), program.literal(q.literal)
+    if not lp.direct or not lq.direct:
+        return None
+    own = similarity(lp, question, p.mention) + similarity(lq, question, q.mention)
+    crossed = similarity(lp, question, q.mention) + similarity(lq, question, p.mention)
+    return own - crossed
 
 
 def _holding(plan: Plan, fixed: Sequence[str], rng: random.Random) -> Callable[[], dict[str, Any]]:

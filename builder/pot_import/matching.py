@@ -84,6 +84,8 @@ def literal_form(value: Any, form: str) -> Any:
             return operation(factor, value) if factor_first else operation(value, factor)
         except ZeroDivisionError:
             return math.inf
+    if form == "one":  # the denominator of a fraction whose numerator literal holds the whole fraction
+        return 1
     if form == "percent":
         return value / 100
     if form == "complement":

@@ -70,7 +70,8 @@ def plan_parameters(
     candidates = _candidates(question, pool, mentions, restored, program.func)
     assigned, taken = _assign(candidates, program, mentions)
     _lift_conversions(question, pool, mentions, restored, assigned, taken)
-    params, constants, unexplained = _params_of(question, program, restored, assigned, structural_words)
+    params, constants, unexplained = _params_of(question, program, restored, assigned, structural_words,
+                                                _fraction_literals(program.func, pool))
     _name_params(params, program, question, all_names(program.func))
     derived = _derived_from(program, params, restored, mentions, set(assigned)) if freeze_derived else {}
     frozen_all = set(frozen) | set(derived)
@@ -153,22 +154,29 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
     return candidates
 
 
-def _written_fractions(func: ast.FunctionDef, pool: Sequence[Literal],
-                       restored: dict[int, Any]) -> dict[int, tuple[float, float]]:
-    """id of each literal node written as a fraction of two literals ("3 / 4", "x * 3 / 4") -> (numerator,
-    denominator): a fraction the question states ("3/4ths") is those two literals, not another "4" of the question."""
+def _fraction_literals(func: ast.FunctionDef, pool: Sequence[Literal]) -> dict[int, tuple[int, int]]:
+    """Literal id -> (numerator id, denominator id) for each fraction the program writes as two literals
+    (``x * 2 / 3``, ``2 / 3 * x``)."""
     nodes = {id(lit.node): lit for lit in pool}
-    out: dict[int, tuple[float, float]] = {}
+    out: dict[int, tuple[int, int]] = {}
     for node in ast.walk(func):
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and id(node.right) in nodes):
             continue
         left = node.left
         numerator = left.right if isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mult) else left
         if id(numerator) in nodes:
-            num, den = nodes[id(numerator)], nodes[id(node.right)]
-            pair = (float(restored.get(num.id, num.value)), float(restored.get(den.id, den.value)))
-            out[id(numerator)] = out[id(node.right)] = pair
+            pair = (nodes[id(numerator)].id, nodes[id(node.right)].id)
+            out[pair[0]] = out[pair[1]] = pair
     return out
+
+
+def _written_fractions(func: ast.FunctionDef, pool: Sequence[Literal],
+                       restored: dict[int, Any]) -> dict[int, tuple[float, float]]:
+    """id of each literal node written as a fraction of two literals ("3 / 4", "x * 3 / 4") -> (numerator,
+    denominator): a fraction the question states ("3/4ths") is those two literals, not another "4" of the question."""
+    literals = {lit.id: lit for lit in pool}
+    value = lambda lid: float(restored.get(lid, literals[lid].value))  # noqa: E731
+    return {id(literals[lid].node): (value(num), value(den)) for lid, (num, den) in _fraction_literals(func, pool).items()}
 
 
 def _assign(candidates: Sequence[list[Any]], program: PalProgram,
@@ -219,18 +227,28 @@ def _lift_conversions(question: str, pool: Sequence[Literal], mentions: Sequence
 
 
 def _params_of(question: str, program: PalProgram, restored: dict[int, Any], assigned: dict[int, tuple[Mention, str]],
-               structural_words: bool) -> tuple[list[ParamPlan], list[str], list[str]]:
+               structural_words: bool, fractions: dict[int, tuple[int, int]] | None = None,
+               ) -> tuple[list[ParamPlan], list[str], list[str]]:
     """Step 3: (one unnamed parameter per mention the literals read, constant notes, unexplained literals)."""
     constants: list[str] = []
     unexplained: list[str] = []
     by_mention: dict[int, ParamPlan] = {}
     conflicting: set[int] = set()
     params: list[ParamPlan] = []
+    worded = _worded_fractions(question, program, restored, assigned, fractions or {}) if structural_words else {}
     for lit in program.literals:
         value = restored.get(lit.id, lit.value)
         shown = format_value(value)
         if lit.excluded:
             constants.append(f"{shown} ({lit.excluded})")
+            continue
+        if lit.id in worded:
+            mention, pair = worded[lit.id]
+            if mention.index not in by_mention:
+                plan = ParamPlan(name="", literals=[(pair[0], "value"), (pair[1], "one")], mention=mention,
+                                 original=float(mention.value), type=float, structural=True)
+                by_mention[mention.index] = plan
+                params.append(plan)
             continue
         if lit.id not in assigned:
             if float(value) in UNIT_CONSTANTS:
@@ -264,8 +282,37 @@ def _params_of(question: str, program: PalProgram, restored: dict[int, Any], ass
     return params, constants, unexplained
 
 
+def _worded_fractions(question: str, program: PalProgram, restored: dict[int, Any],
+                      assigned: dict[int, tuple[Mention, str]], fractions: dict[int, tuple[int, int]],
+                      ) -> dict[int, tuple[Mention, tuple[int, int]]]:
+    """Literal id -> (slot mention, (numerator id, denominator id)) for a fraction the question states in words
+    ("Two-thirds of the remaining", "three-quarters of its flights") that the program writes as two literals
+    (``* 2 / 3``). Either literal may have taken the mention (step 2 matches the 2 or the 3 of "two-thirds"); the
+    other is not stated on its own. As one parameter the pair reads the whole fraction: the numerator literal
+    becomes the fraction's value and the denominator 1 (form ``one``), so "one-third" or "3/4" can take its
+    place; kept constant, every variant that changes the fraction was refused."""
+    out: dict[int, tuple[Mention, tuple[int, int]]] = {}
+    for lid, (mention, _form) in assigned.items():
+        pair = fractions.get(lid)
+        if pair is None or mention.parameterisable or mention.stated is not None and mention.stated[:2] != (
+                mention.start, mention.end):
+            continue
+        other = pair[1] if lid == pair[0] else pair[0]
+        if other in assigned and assigned[other][0].index != mention.index:
+            continue
+        num, den = (float(restored.get(i, program.literal(i).value)) for i in pair)
+        if not den or not close_to(num / den, float(mention.value)) or num >= den:
+            continue
+        slot = _structural_slot(question, mention, float(mention.value))
+        if slot is None or slot[1] is not None:
+            continue
+        out[pair[0]] = out[pair[1]] = (slot[0], pair)
+    return out
+
+
 #: Number words a variant may restate with another number ("twice" → "three times", "half" → "one third").
-_MULTIPLIERS = {"twice", "thrice", "double", "triple", "quadruple"}
+_MULTIPLIERS = {"twice", "thrice", "double", "triple", "quadruple", "doubled", "doubles", "tripled", "triples",
+                "quadrupled", "quadruples"}
 _FRACTIONS = {"half", "third", "quarter", "fourth", "fifth", "sixth", "eighth", "tenth"}
 
 
@@ -305,25 +352,36 @@ def _join_repeats(question: str, params: Sequence[ParamPlan], mentions: Sequence
     """A parameter's number stated again for the same thing ("Katherine has 5 hanging baskets ... filling
     all 5 hanging baskets") becomes another mention of that parameter, so a variant restates both.
 
-    Same spelling and the same word after it; no literal reads the repeat. Left a constant, the repeat
-    would refuse every variant that changes both (the guard finds the entry's 5 missing). Joined, the
+    Same spelling and the same thing counted after it (:func:`_counts_the_same`); no literal reads the repeat.
+    Left a constant, the repeat would refuse every variant that changes both (the guard finds the entry's 5
+    missing). Joined, the
     slot binds only when the two agree, and the program, right on the original, reads the value once.
     Only called when every literal is explained: no constant may have been computed from the repeat."""
     joined = {m.index for p in params for m in (p.mentions or (p.mention,))}
     for p in params:
         if p.free or p.structural or p.reading or p.mention.kind not in ("digits", "word"):
             continue
-        head = words_after(question, p.mention, 1)
+        head = words_after(question, p.mention, 2)
         if not head or head[0] in STOP_WORDS:
             continue
         repeats = tuple(
             m for m in mentions
             if m.index not in joined and m.index not in taken and m.kind == p.mention.kind
-            and m.text.lower() == p.mention.text.lower() and words_after(question, m, 1) == head
+            and m.text.lower() == p.mention.text.lower() and _counts_the_same(head, words_after(question, m, 2))
         )
         if repeats:
             p.mentions = tuple(sorted((p.mention, *repeats), key=lambda m: m.start))
             joined.update(m.index for m in repeats)
+
+
+def _counts_the_same(first: Sequence[str], second: Sequence[str]) -> bool:
+    """Whether the words after two mentions of one number name the same thing: the word right after one is among
+    the two after the other ("20 such playlists ... the 20 playlists", "5 hanging baskets ... all 5 hanging
+    baskets"), and it is not a function word ("5 of ... 5 of")."""
+    if not first or not second:
+        return False
+    return (first[0] not in STOP_WORDS and first[0] in second[:2]) or (
+        second[0] not in STOP_WORDS and second[0] in first[:2])
 
 
 def _free_params(question: str, unused: Sequence[Mention], program: PalProgram, restored: dict[int, Any],

@@ -105,6 +105,8 @@ class _BodyWriter:
                 name = ast.Name(p.name, ast.Load())
                 if form == "value":
                     return ast.copy_location(name, node)
+                if form == "one":  # a fraction's denominator: its numerator's parameter holds the whole fraction
+                    return ast.copy_location(ast.Constant(1), node)
                 if ":" in form:
                     _, ast_operator, factor, factor_first = conversion(form)
                     constant = ast.Constant(factor)

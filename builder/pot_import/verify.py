@@ -281,7 +281,7 @@ class Importer:
         bound = bind(t.question, t.gold, t.independent, self.options.timeout)
         rng = random.Random(f"{self.options.seed}:{t.entry_id}:independent")
         found = check(c.plan, bound, lambda values: self._run_compiled(loaded, values),
-                      variants=self.options.independent_variants, rng=rng)
+                      variants=self.options.independent_variants, rng=rng, question=t.question, program=c.program)
         if isinstance(found, Disagreement):
             if not found.blamed:
                 return Validation(0, 1, (found.example,), fatal="independent_disagreement")

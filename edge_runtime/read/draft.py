@@ -18,7 +18,7 @@ from edge_runtime.read.values import DIGITS, DIGITS_END, SHARE_OF_POWER
 
 _NUMBER_WORDS = [*CARDINALS, *(
     "dozen half quarter third thirds quarters fifth fifths sixth sixths eighth eighths tenth tenths twice thrice "
-    "double triple quadruple").split()]
+    "double triple quadruple doubled doubles tripled triples quadrupled quadruples").split()]
 _WORD = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _SPAN = re.compile(
     rf"(?<![\w.])-?{DIGITS}{DIGITS_END}(?!(?:st|nd|rd|th)\b)"  # not the "1" of "1st"

@@ -131,7 +131,7 @@ class Extractor:
         on_disagreement: str = "miss",
         use_alignment: bool = True,
         impossible_rereads: int | None = None,
-        draft_check: Callable[[EntryPoint, str, dict[str, Any]], bool] | None = None,
+        draft_check: Callable[[EntryPoint, str, dict[str, Any]], str | None] | None = None,
         reading: ReadingPack | None = None,
     ) -> None:
         """``on_disagreement`` decides what a model-path extraction may serve:
@@ -149,8 +149,11 @@ class Extractor:
         reading of the question can have. None (default): off. Measured (docs/benchmarks.md): GSM-Plus +6
         right, 0 wrong, no changed or unrelated question served; the model's own reading costs a pass per
         token and a KV state, which on model-heavy loads costs throughput and memory the device goals need.
-        ``draft_check`` (the runtime passes its guard) is asked first whether the draft's values could be
-        served at all, so that reading is spent only where the draft would pass.
+        ``draft_check`` (the runtime passes its guard) says why the draft's values could not be served (None: they
+        could). With ``"miss"`` it is asked before the model: what the model's agreement would serve is the draft, so
+        a draft the guard refuses, or whose values are invalid, misses at once with the guard's or the validator's
+        reason, and no pass is spent on it (on the AVX2 host a miss then takes milliseconds, not a prefill and a
+        pass); the re-read is spent only where the draft would pass.
         ``reading``: the bundle's reading pack (number reading, draft, prompt; default en-word-problems/1); a pack
         that does not read reworded questions (``reads_reworded``) leaves only the template and aligned paths."""
         if on_disagreement not in ("decode", "miss"):
@@ -235,6 +238,19 @@ class Extractor:
     def _with_model(self, entry: EntryPoint, question: str) -> Extraction:
         engine = self.engine
         assert engine is not None
+        draft = self.pack.draft(entry.template, entry.params, question) if self.use_draft else None
+        if self.on_disagreement == "miss":  # decided before any pass: only the draft can be served
+            if draft is None:
+                raise ExtractionError(MissReason.EXTRACTION_FAILED, "the values could not be read from the question's "
+                    "wording (a value may lie outside what this entry handles)")
+            if self.draft_check is not None:
+                values = self._validate(entry, {p.name: draft[p.name] for p in entry.params})
+                try:
+                    refusal = self.draft_check(entry, question, values)
+                except Exception as exc:  # noqa: BLE001 - a guard that cannot judge refuses, as after IS2
+                    refusal = f"the guard could not judge this question ({type(exc).__name__}: {exc})"
+                if refusal:
+                    raise ExtractionError(MissReason.REASONING_CHANGED, refusal)
         prefix, suffix = self.prompt_parts(entry, question)
         t0 = time.perf_counter()
         state = engine.prefix_state(engine.encode(prefix))
@@ -242,13 +258,9 @@ class Extractor:
         suffix_ids = engine.encode(suffix)
         slots = [_slot_spec(p, question) for p in entry.params]
         machine = JsonSlotsConstraint(engine, slots, question.strip())
-        draft = self.pack.draft(entry.template, entry.params, question) if self.use_draft else None
         passes = 0
         accepted = 0
         draft_ids: list[int] = []
-        if draft is None and self.on_disagreement == "miss":
-            raise ExtractionError(MissReason.EXTRACTION_FAILED, "the values could not be read from the question's "
-                "wording (a value may lie outside what this entry handles)")
         if draft is not None:
             draft_ids = machine.draft_tokens([draft[p.name] for p in entry.params])
             # Only a decoding continuation needs the new KV state; agree-or-miss reads hidden states alone.
@@ -366,7 +378,7 @@ class Extractor:
             values = self._validate(entry, {p.name: draft[p.name] for p in entry.params})
         except ExtractionError:
             return False
-        return self.draft_check is None or self.draft_check(entry, question, values)
+        return self.draft_check is None or not self.draft_check(entry, question, values)
 
     def _decisions(self, slots: list[SlotSpec], question: str,
                    ids: list[int]) -> Iterator[tuple[JsonSlotsConstraint, int, list[int], int | None]]:

@@ -41,6 +41,7 @@ from typing import Any
 
 from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.read.disclaimers import IRRELEVANCE
+from edge_runtime.read.english_words import plural_stem
 from edge_runtime.read.measures import unit_refusal
 from edge_runtime.read.mentions import STRUCTURAL, Mention, same_value, scan
 from edge_runtime.read.mentions import read_values as _read
@@ -332,7 +333,7 @@ class ReasoningGuard:
         added = []
         spans = sentences(question)
         for i, mention in enumerate(mentions):
-            if i in used or (mention.weak and not cfg.weak_numbers):
+            if i in used or (mention.weak and not cfg.weak_numbers and not _counts_a_counted_thing(question, i, mentions)):
                 continue
             span = next(((s, e) for s, e in spans if s <= mention.start < e), (0, len(question)))
             restated = _restated(question, mentions, used, i, span, spans) if self.phrase_rules else None
@@ -433,6 +434,30 @@ class _Read:
     used: set[int] = field(default_factory=set)
     stated_words: list[str] = field(default_factory=list)  # fraction words a bound fraction states ("thirds")
     restating: list[tuple[int, int]] = field(default_factory=list)  # sentences that only restate a bound number
+
+_NEXT_WORD = re.compile(r"[\s-]+([a-z]+)")
+
+
+_CLAUSE_END = re.compile(r"[,;.?!]")
+
+
+def _counts_a_counted_thing(question: str, index: int, mentions: Sequence[Mention]) -> bool:
+    """A weak number ("one") before a thing the question counts with another number: "25 fries ... the squirrel
+    dropped one fry" states a quantity of the story, unlike "one of them", "each one" or "one day" in a question
+    that counts no days. The thing is the word right after each number, plurals folded. A "one" in a clause that
+    states another number is the unit of a rate ("one sticker costs $0.75", "one box holds 12 eggs"), not a count."""
+    mention = mentions[index]
+    thing = _NEXT_WORD.match(question.lower(), mention.end)
+    if thing is None:
+        return False
+    start = max((m.end() for m in _CLAUSE_END.finditer(question, 0, mention.start)), default=0)
+    end = next((m.start() for m in _CLAUSE_END.finditer(question, mention.end)), len(question))
+    if any(start <= other.start < end for j, other in enumerate(mentions) if j != index):
+        return False
+    counted = {plural_stem(m[1]) for j, other in enumerate(mentions) if j != index and not other.weak
+               if (m := _NEXT_WORD.match(question.lower(), other.end))}
+    return plural_stem(thing[1]) in counted
+
 
 def _best(mentions: Sequence[Mention], contexts: Sequence[Context], used: set[int], context: Context, test: Any) -> int | None:
     """The unused mention passing ``test`` whose neighbouring words best match ``context`` (first on ties)."""

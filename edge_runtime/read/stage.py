@@ -23,13 +23,14 @@ from edge_runtime.route.stage import Routes
 Guard = Callable[[EntryPoint, str, dict[str, Any], ServingPath], "str | None"]
 
 
-def draft_check(guard: Guard) -> Callable[[EntryPoint, str, dict[str, Any]], bool]:
-    """The extractor's ``draft_check``: would ``guard`` serve the aligner's draft, read as ``lm-reread``?"""
+def draft_check(guard: Guard) -> Callable[[EntryPoint, str, dict[str, Any]], str | None]:
+    """The extractor's ``draft_check``: why ``guard`` would refuse the aligner's draft on the model path (None: it
+    would serve it). The draft path and the re-read path are guarded alike."""
 
-    def may_serve(entry: EntryPoint, question: str, values: dict[str, Any]) -> bool:
-        return guard(entry, question, values, ServingPath.LM_REREAD) is None
+    def refusal(entry: EntryPoint, question: str, values: dict[str, Any]) -> str | None:
+        return guard(entry, question, values, ServingPath.LM_DRAFT)
 
-    return may_serve
+    return refusal
 
 
 class ReadStage:

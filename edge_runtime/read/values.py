@@ -41,7 +41,10 @@ def months_named(text: str) -> dict[str, int]:
     return {w: MONTH_DAYS.get(w, 31) for _, w in sorted(found)}
 
 
-_ALONE = {"once": 1, "twice": 2, "thrice": 3, "double": 2, "triple": 3}
+#: Words that alone name a multiple; the verbs too ("she tripled the slices"), which the mention scanner reads as
+#: numbers already (english_words.DEVICE_NUMBER_WORDS), so that a slot can hold them as well.
+_ALONE = {"once": 1, "twice": 2, "thrice": 3, "double": 2, "triple": 3, "doubled": 2, "doubles": 2, "tripled": 3,
+          "triples": 3, "quadruple": 4, "quadrupled": 4, "quadruples": 4}
 _HALF_OF = {"dozen": 12, **_SCALES}  # "half a dozen", "half a million"
 _AFTER_ARTICLE = {"dozen", *_SCALES, *_DENOMINATORS}  # "a" means one only before these
 _VULGAR = {ch: Fraction(unicodedata.numeric(ch)).limit_denominator(10) for ch in "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"}

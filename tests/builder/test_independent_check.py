@@ -308,3 +308,35 @@ def test_a_calculation_in_prose_is_arithmetic_only() -> None:
     code = worked_solution_program(hostile, 5, "It costs 2 and 3. How much?")
     assert code is not None and "import" not in code and "system" not in code
     assert worked_solution_program("Total is (1+)*2 = 5\n#### 5", 5, "...") is None  # malformed: no step
+
+
+HOUSES = ("John has 2 houses with 3 bedrooms each. Each bedroom has 2 windows each. There are an additional 4 windows in "
+          "each house not connected to bedrooms. How many total windows are there between the houses?")
+NAMED = IndependentProgram("second", as_solution("num_houses = 2\nnum_bedrooms = 3\nwindows_per_bedroom = 2\n"
+                                                 "extra_windows = 4\nans = num_houses * (num_bedrooms * windows_per_bedroom"
+                                                 " + extra_windows)"))
+
+
+def test_a_worked_solution_that_guesses_two_equal_numbers_crossed_does_not_veto(importer: Importer) -> None:
+    """GSM8K 271: a worked solution's inline numbers have no names, so which of its 2s is the houses and which the
+    windows per bedroom is the planner's guess by order ("3 * 2" first), and a crossed guess disagrees with a right
+    entry on every variant that sets the two apart. Where the entry's own names tell the two apart, the worked
+    solution agrees with the pair traded and a named program agrees as it is, the disagreement freezes nothing."""
+    from builder.worked_solution import WORKED_SOLUTION
+
+    worked = IndependentProgram(WORKED_SOLUTION, as_solution("per_house = 3 * 2\nwith_extra = per_house + 4\n"
+                                                             "ans = with_extra * 2"))
+    named = "houses = 2\nbedrooms_per_house = 3\nwindows_per_bedroom = 2\nextra_windows = 4\n" \
+            "return houses * (bedrooms_per_house * windows_per_bedroom + extra_windows)"
+    result = importer.import_one(with_independent(transcript(HOUSES, named, 20), worked, NAMED))
+    assert result.accepted, result.detail
+    assert result.info["params"] == ["houses", "bedrooms_per_house", "windows_per_bedroom", "extra_windows"], result.info
+    assert result.info["verification"]["status"] == "verified"
+    assert result.info["verification"]["sources"] == ["second"]
+    alone = importer.import_one(with_independent(transcript(HOUSES, named, 20), worked))
+    assert alone.accepted and not {"houses", "windows_per_bedroom"} & set(alone.info["params"])  # nothing else agrees
+    # names that do not tell the two apart: the worked solution's disagreement stands and freezes them
+    unnamed = "a = 2\nb = 3\nc = 2\nd = 4\nreturn a * (b * c + d)"
+    frozen = importer.import_one(with_independent(transcript(HOUSES, unnamed, 20), worked, NAMED))
+    assert not frozen.accepted or not {"a", "c"} & set(frozen.info["params"]), frozen.info
+

@@ -563,6 +563,41 @@ def test_number_words_become_parameters_read_as_their_number_or_its_reciprocal(i
     assert answer(entry, compiled, q.replace("twice", "thrice")) == 24
 
 
+def test_a_multiplying_verb_is_a_parameter_another_verb_can_restate(importer):
+    """GSM8K 743: "she tripled the number of slices" is the 3 of ``* 3``; kept constant, every variant that doubles
+    them was refused (the entry's 3 is not stated). As a slot, "doubled" reads 2 there and "3 times" 3."""
+    q = ("Mara added 3 slices of cake to a plate that already had 2 slices on it. She was getting hungrier so she "
+         "tripled the number of slices she currently has. She ate 2 slices. How many slices remained on the plate?")
+    t = transcript(q, """
+        cake_initial = 2
+        cake_added = 3
+        cake_now = (cake_initial + cake_added) * 3
+        return cake_now - 2
+    """, 13)
+    entry, compiled = accepted_entry(importer, t)
+    assert "tripled" not in entry.template, entry.template
+    assert answer(entry, compiled, q.replace("tripled", "doubled")) == 8
+    assert answer(entry, compiled, q.replace("tripled", "quadrupled")) == 18
+
+
+def test_a_fraction_in_words_written_as_two_literals_is_one_parameter(importer):
+    """GSM8K 890: "Two-thirds of the remaining" is the ``* 2 / 3`` of the program. Neither literal is the fraction
+    on its own, so both stayed constant and every variant with another fraction was refused. As one parameter the
+    numerator holds the fraction and the denominator 1: "One-third" and "3/4" take its place."""
+    q = ("There are 120 plants in Mrs. Smith's garden. One-fourth of her plants are indoor plants. Two-thirds of the "
+         "remaining are outdoor plants while the rest are flowering plants. How many flowering plants are there?")
+    t = transcript(q, """
+        plants_total = 120
+        plants_indoor = plants_total / 4
+        plants_outdoor = (plants_total - plants_indoor) * 2 / 3
+        return plants_total - plants_indoor - plants_outdoor
+    """, 30)
+    entry, compiled = accepted_entry(importer, t)
+    assert "Two-thirds" not in entry.template, entry.template
+    assert answer(entry, compiled, q.replace("Two-thirds", "One-third")) == 60
+    assert answer(entry, compiled, q.replace("Two-thirds", "3/4")) == 22.5
+
+
 def test_a_parameter_a_constant_was_precomputed_from_is_kept_constant(importer):
     q = ("In a 45-item quiz, 40% of the questions are easy, and the rest are equally divided as average and hard. "
          "If Ann gets 90% of the easy ones and all the others right, how many points does she get?")
@@ -762,6 +797,23 @@ def test_a_number_restated_for_the_same_thing_is_the_same_slot(importer):
     assert answer(entry, compiled, seven) == 42
     with pytest.raises(ExtractionError):  # the two mentions must agree
         Extractor(None).extract(entry, q.replace("has 5 hanging", "has 7 hanging"))
+
+
+def test_a_number_restated_with_a_word_between_is_the_same_slot(importer):
+    """GSM8K 759: "20 such playlists ... will the 20 playlists last": the thing counted is the same one word later."""
+    q = ("The number of songs in a playlist is 300. If John has 20 such playlists, and each song is 10 hours long, "
+         "how many hours will the 20 playlists last in total?")
+    t = transcript(q, """
+        songs_per_playlist = 300
+        num_playlists = 20
+        song_length = 10
+        return songs_per_playlist * num_playlists * song_length
+    """, 60000)
+    entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    assert "the 20 playlists" not in entry.template, entry.template
+    assert answer(entry, compiled, q.replace("20", "17")) == 300 * 17 * 10
+    with pytest.raises(ExtractionError):  # the two mentions must agree
+        Extractor(None).extract(entry, q.replace("has 20", "has 17"))
 
 
 def test_cents_a_program_precomputed_follow_the_dollars(importer):

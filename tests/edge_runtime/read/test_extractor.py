@@ -21,6 +21,7 @@ from builder.target_model import DEFAULT_RECIPE
 from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
 from edge_runtime.model.lm_engine import LMEngine
+from edge_runtime.outcome import MissReason
 from edge_runtime.read.draft import draft_values
 from edge_runtime.read.extractor import Extraction, Extractor, example_spans, prompt_parts, validate_spans
 from edge_runtime.read.json_constraint import JsonSlotsConstraint
@@ -284,6 +285,13 @@ def test_number_spans_keep_the_sign():
     from edge_runtime.read.draft import number_spans
 
     assert number_spans("at -40 degrees, -0.5 mol") == ["-40", "-0.5"]
+
+
+def test_number_spans_read_the_multiplying_verbs_a_slot_may_hold():
+    """An entry whose slot stands for "tripled" (builder: a structural parameter) is drafted from "doubled"."""
+    from edge_runtime.read.draft import number_spans
+
+    assert number_spans("She doubled the 6 slices, then tripled them") == ["doubled", "6", "tripled"]
 
 
 # ---- (c) a draft accepted whole costs one forward pass --------------------------------------------------
@@ -779,14 +787,34 @@ def test_the_models_reading_is_not_spent_on_a_draft_the_guard_would_refuse(engin
 
     def refuses(entry, question, values):
         asked.append(values)
-        return False
+        return "the guard refuses it"
 
     counting = CountingEngine(engine)
     reader = _ScriptedReader(counting, use_fast_path=False, impossible_rereads=2, draft_check=refuses)
-    with pytest.raises(ExtractionError):
+    with pytest.raises(ExtractionError) as missed:
         reader.extract(RISE, RISE_QUESTION)
     assert asked == [{"price": 120.0, "years": 3}]
-    assert counting.calls.count("forward") == 1  # the verifying pass only: no reading of the model's own
+    assert counting.calls.count("forward") == 0  # decided before any pass: the model's agreement could not serve it
+    assert missed.value.reason is MissReason.REASONING_CHANGED and "the guard refuses it" in str(missed.value)
+
+
+def test_a_draft_the_guard_would_serve_is_still_verified_by_the_model(engine):
+    counting = CountingEngine(engine)
+    reader = _ScriptedReader(counting, use_fast_path=False, draft_check=lambda entry, question, values: None)
+    with pytest.raises(ExtractionError) as missed:  # the scripted model disagrees with this draft
+        reader.extract(RISE, RISE_QUESTION)
+    assert counting.calls.count("forward") == 1 and missed.value.reason is MissReason.EXTRACTION_FAILED
+
+
+def test_a_draft_the_guard_cannot_judge_is_refused_without_a_pass(engine):
+    def breaks(entry, question, values):
+        raise ValueError("no idea")
+
+    counting = CountingEngine(engine)
+    reader = _ScriptedReader(counting, use_fast_path=False, draft_check=breaks)
+    with pytest.raises(ExtractionError) as missed:
+        reader.extract(RISE, RISE_QUESTION)
+    assert counting.calls.count("forward") == 0 and "could not judge" in str(missed.value)
 
 
 

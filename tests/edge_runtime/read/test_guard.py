@@ -81,6 +81,22 @@ def test_an_added_cost_in_dollars_is_refused():
     assert check(DUCKS, question, DUCK_VALUES) is not None
 
 
+def test_one_of_a_thing_the_question_counts_is_an_added_operation():
+    """"one" is weak ("one of them", "each one", "one day"), but "she drops one egg" in a question that counts eggs
+    states a quantity of the story: an added operation, refused like "she drops 2 eggs"."""
+    base = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
+            "friends every day with 5. {} She sells the remainder at the farmers' market daily for $3 per fresh duck "
+            "egg. How much in dollars does she make every day at the farmers' market?")
+    refusal = check(DUCKS, base.format("On the way she drops one egg."), DUCK_VALUES)
+    assert refusal is not None and "'one'" in refusal
+    for aside in ("One of her ducks is brown.", "She loves each one of them.", "One morning it rained."):
+        assert check(DUCKS, base.format(aside), DUCK_VALUES) is None, aside
+    rate = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
+            "friends every day with 5. She sells the remainder at the farmers' market daily, where one fresh duck egg "
+            "sells for $3. How much in dollars does she make every day at the farmers' market?")
+    assert check(DUCKS, rate, DUCK_VALUES) is None  # the unit of a rate, in a clause with its price
+
+
 def test_a_reversed_question_target_is_refused():
     question = ("Janet's ducks lay 16 eggs per day. She bakes muffins for her friends every day with 4 and sells the "
                 "remainder at the farmers' market daily for $2 per fresh duck egg, making $18 every day. How many eggs "

@@ -37,7 +37,8 @@ CASES = [
     # multipliers and fraction words
     ("a dozen", 12, None), ("two dozen", 24, None), ("half a dozen", 6, None), ("a pair", 2, None),
     ("a couple", 2, None), ("twice", 2, None), ("thrice", 3, None), ("once", 1, None), ("double", 2, None),
-    ("triple", 3, None), ("half", F(1, 2), None), ("a half", F(1, 2), None), ("one half", F(1, 2), None),
+    ("triple", 3, None), ("tripled", 3, None), ("doubled", 2, None), ("quadrupled", 4, None),
+    ("half", F(1, 2), None), ("a half", F(1, 2), None), ("one half", F(1, 2), None),
     ("one third", F(1, 3), None), ("two thirds", F(2, 3), None), ("a quarter", F(1, 4), None),
     ("three quarters", F(3, 4), None), ("three fourths", F(3, 4), None), ("two and a half", F(5, 2), None),
     ("one and a quarter", F(5, 4), None), ("two and three quarters", F(11, 4), None),

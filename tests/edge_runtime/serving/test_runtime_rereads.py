@@ -38,8 +38,8 @@ def test_rereads_ask_the_guard_and_are_off_without_one(tmp_path, built, guard):
         question = "What is the pressure, in kPa, of 3 mol of an ideal gas at 100 degrees celsius held in a 20 litres container?"
         values = {"n": 3, "t": 100.0, "unit": "celsius", "v": 20.0}
         values = {p.name: values.get(p.name, p.original) for p in gas.params}
-        assert extractor.draft_check(gas, question, values) is (answerer.guard(gas, question, values, "lm-reread") is None)
+        assert extractor.draft_check(gas, question, values) == answerer.guard(gas, question, values, "lm-draft")
         added = question.replace("held in", "with 5 more mol added later, held in")  # a number the entry does not use
-        assert extractor.draft_check(gas, added, values) is False
+        assert extractor.draft_check(gas, added, values) is not None
     finally:
         edge.stop(0)
