@@ -174,9 +174,8 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
 
     The signal goes when the encoder's session has started its threads (the distillation is under way), not after a
     fixed sleep: on a fast host a fixed 8 s let the whole build finish first. The child starts with Ctrl-C's default
-    disposition, as from a shell: a child inherits an ignored SIGINT, and in a full-suite run the build ignored it
-    (exit 0 after the signal; alone the test passed), so some earlier test leaves SIGINT ignored in the pytest
-    process."""
+    disposition, as from an interactive shell: a test run started as a background job (``make test &`` in a script)
+    has SIGINT ignored, every child inherits that, and the build then ran to exit 0 after the signal."""
     build = subprocess.Popen(
         [sys.executable, "-m", "builder.cli", "bundle", str(REPO / "bundles" / "examples"), "--name", "x",
          "--version", "1", "--no-target-model"],
