@@ -37,6 +37,7 @@ from builder.pot_import.plan import ParamPlan, Plan
 from builder.pot_import.program import RESERVED_NAMES, Literal, PalProgram, close_to, is_docstring, numeric_node
 from edge_runtime.entries.metadata import format_value
 from edge_runtime.errors import ArcError
+from edge_runtime.read.english_words import MULTIPLIERS
 from edge_runtime.read.values import parse_quantity
 
 
@@ -311,8 +312,7 @@ def _worded_fractions(question: str, program: PalProgram, restored: dict[int, An
 
 
 #: Number words a variant may restate with another number ("twice" → "three times", "half" → "one third").
-_MULTIPLIERS = {"twice", "thrice", "double", "triple", "quadruple", "doubled", "doubles", "tripled", "triples",
-                "quadrupled", "quadruples"}
+_MULTIPLIERS = {w for w, n in MULTIPLIERS.items() if n > 1}
 _FRACTIONS = {"half", "third", "quarter", "fourth", "fifth", "sixth", "eighth", "tenth"}
 
 

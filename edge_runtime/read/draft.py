@@ -13,12 +13,12 @@ import string
 from fractions import Fraction
 
 from edge_runtime.entries.metadata import Param
-from edge_runtime.read.english_words import CARDINALS
+from edge_runtime.read.english_words import CARDINALS, MULTIPLIERS
 from edge_runtime.read.values import DIGITS, DIGITS_END, SHARE_OF_POWER
 
 _NUMBER_WORDS = [*CARDINALS, *(
-    "dozen half quarter third thirds quarters fifth fifths sixth sixths eighth eighths tenth tenths twice thrice "
-    "double triple quadruple doubled doubles tripled triples quadrupled quadruples").split()]
+    "dozen half quarter third thirds quarters fifth fifths sixth sixths eighth eighths tenth tenths").split(),
+    *(w for w, n in MULTIPLIERS.items() if n > 1)]
 _WORD = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _SPAN = re.compile(
     rf"(?<![\w.])-?{DIGITS}{DIGITS_END}(?!(?:st|nd|rd|th)\b)"  # not the "1" of "1st"

@@ -29,6 +29,11 @@ CARDINALS: tuple[str, ...] = (*ONES, *TENS, "hundred", "thousand", "million")
 FRACTIONS: dict[str, int] = {"half": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixth": 6,
                              "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10, "hundredth": 100}
 
+#: Words that alone name a multiple, the verbs too ("she tripled the slices"): the value reader reads them in a slot,
+#: and those above one are what a slot standing for a multiple may hold (the drafter's spans, the importer's slots).
+MULTIPLIERS: dict[str, int] = {"once": 1, "twice": 2, "thrice": 3, "double": 2, "doubled": 2, "doubles": 2, "triple": 3,
+                               "tripled": 3, "triples": 3, "quadruple": 4, "quadrupled": 4, "quadruples": 4}
+
 #: The number words the device's mention scanner reads (edge_runtime.read.guard.scan), the value as read first.
 DEVICE_NUMBER_WORDS: dict[str, tuple[float, ...]] = {
     "half": (0.5, 2), "halves": (0.5, 2), "halved": (0.5, 2), "halve": (0.5, 2), "twice": (2,), "double": (2,),

@@ -275,7 +275,7 @@ class Extractor:
                 return self._finish(machine, ServingPath.LM_DRAFT, passes, accepted, len(draft_ids), t0, t1)
             if self.on_disagreement == "miss":
                 if (self.impossible_rereads and self._draft_near_top(slots, question, draft_ids, hidden_rows)
-                        and self._draft_may_serve(entry, question, draft)):
+                        and self._draft_may_serve(entry, draft)):
                     with self._rereading:  # each holds a KV state of ~20 MB: a few at a time bound the memory
                         reread = self._reread(entry, question, slots, machine, state, suffix_ids, draft, draft_ids,
                                               hidden_rows, accepted, diverged)
@@ -372,13 +372,16 @@ class Extractor:
                 total += scores[allowed.index(token)] - top - np.log(np.exp(scores - top).sum())
         return total
 
-    def _draft_may_serve(self, entry: EntryPoint, question: str, draft: dict[str, str]) -> bool:
-        """The draft's values are valid and pass ``draft_check`` (true when there is none)."""
+    def _draft_may_serve(self, entry: EntryPoint, draft: dict[str, str]) -> bool:
+        """The draft's values are valid and pass ``draft_check`` (true when there is none). Only asked under the miss
+        policy, where a ``draft_check`` has already passed the draft before the pass: then nothing is left to ask."""
+        if self.draft_check is not None:
+            return True
         try:
-            values = self._validate(entry, {p.name: draft[p.name] for p in entry.params})
+            self._validate(entry, {p.name: draft[p.name] for p in entry.params})
         except ExtractionError:
             return False
-        return self.draft_check is None or not self.draft_check(entry, question, values)
+        return True
 
     def _decisions(self, slots: list[SlotSpec], question: str,
                    ids: list[int]) -> Iterator[tuple[JsonSlotsConstraint, int, list[int], int | None]]:

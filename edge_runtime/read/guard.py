@@ -446,8 +446,8 @@ def _counts_a_counted_thing(question: str, index: int, mentions: Sequence[Mentio
     dropped one fry" states a quantity of the story, unlike "one of them", "each one" or "one day" in a question
     that counts no days. The thing is the word right after each number, plurals folded. A "one" in a clause that
     states another number is the unit of a rate ("one sticker costs $0.75", "one box holds 12 eggs"), not a count."""
-    mention = mentions[index]
-    thing = _NEXT_WORD.match(question.lower(), mention.end)
+    mention, low = mentions[index], question.lower()
+    thing = _NEXT_WORD.match(low, mention.end)
     if thing is None:
         return False
     start = max((m.end() for m in _CLAUSE_END.finditer(question, 0, mention.start)), default=0)
@@ -455,7 +455,7 @@ def _counts_a_counted_thing(question: str, index: int, mentions: Sequence[Mentio
     if any(start <= other.start < end for j, other in enumerate(mentions) if j != index):
         return False
     counted = {plural_stem(m[1]) for j, other in enumerate(mentions) if j != index and not other.weak
-               if (m := _NEXT_WORD.match(question.lower(), other.end))}
+               if (m := _NEXT_WORD.match(low, other.end))}
     return plural_stem(thing[1]) in counted
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from edge_runtime.errors import ConversionError
-from edge_runtime.read.english_words import FRACTIONS, ONES, SCALES, TENS
+from edge_runtime.read.english_words import FRACTIONS, MULTIPLIERS, ONES, SCALES, TENS
 
 _ONES, _TENS, _SCALES = ONES, TENS, SCALES
 _BIG = {w: v for w, v in _SCALES.items() if w != "hundred"}
@@ -41,10 +41,7 @@ def months_named(text: str) -> dict[str, int]:
     return {w: MONTH_DAYS.get(w, 31) for _, w in sorted(found)}
 
 
-#: Words that alone name a multiple; the verbs too ("she tripled the slices"), which the mention scanner reads as
-#: numbers already (english_words.DEVICE_NUMBER_WORDS), so that a slot can hold them as well.
-_ALONE = {"once": 1, "twice": 2, "thrice": 3, "double": 2, "triple": 3, "doubled": 2, "doubles": 2, "tripled": 3,
-          "triples": 3, "quadruple": 4, "quadrupled": 4, "quadruples": 4}
+_ALONE = MULTIPLIERS
 _HALF_OF = {"dozen": 12, **_SCALES}  # "half a dozen", "half a million"
 _AFTER_ARTICLE = {"dozen", *_SCALES, *_DENOMINATORS}  # "a" means one only before these
 _VULGAR = {ch: Fraction(unicodedata.numeric(ch)).limit_denominator(10) for ch in "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"}
