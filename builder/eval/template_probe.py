@@ -10,7 +10,9 @@ answer written from the question's meaning (checked to give the gold answer on t
 variants that change the reasoning: a clause with a number the answer must use (``added_clause``), and a final
 question that asks for another quantity (``changed_question``) or for a given number, the answer now stated
 (``reversed``). Batches 0-3 are the *tune* half (failures may be read and mechanisms designed on them), batches
-4-5 the *check* half (drawn later; figures only).
+4-5 the *check* half (drawn later; figures only). ``data/probe_changed_more.json`` adds more changed variants by
+other authors (2026-12-06): three added clauses (a comparison, a per-item group, a number inside a sentence) and two
+changed final questions per tune template, and two of each kind per check template.
 
     python -m builder.eval.template_probe split --registry REG --out SPLIT.json  # bundle every probed entry
     python -m builder.eval.template_probe write OUT.jsonl [--per-template 8]
@@ -37,6 +39,8 @@ from builder.eval.querysets import gsm8k_entry_id
 from builder.eval.split import Split
 
 TEMPLATES = Path(__file__).parent / "data" / "probe_templates.json"
+#: More changed-reasoning variants of the same templates, by other authors (see ``load_templates``).
+MORE = Path(__file__).parent / "data" / "probe_changed_more.json"
 KIND = "template probe"
 _FUNCTIONS: dict[str, Any] = {f.__name__: f for f in (int, float, round, len, all, any, sum, min, max, abs, range)}
 _NODES = (ast.Expression, ast.Lambda, ast.arguments, ast.arg, ast.Name, ast.Load, ast.Store, ast.Constant, ast.Subscript,
@@ -81,12 +85,21 @@ class ProbeTemplate:
     variants: tuple[Variant, ...]  # the re-parameterisation first, then the changed ones
 
 
-def load_templates(path: Path = TEMPLATES) -> list[ProbeTemplate]:
+def load_templates(path: Path = TEMPLATES, more: Path | None = MORE) -> list[ProbeTemplate]:
+    """The templates with their changed variants, then those of ``more`` (kinds prefixed "more "): changed final
+    questions and added clauses written later by other helper agents, who read only the templates (no project
+    code, no GSM-Symbolic or GSM-Plus rows), for the tune half to find what the guard and the aligner let
+    through, and for the check half (written after the mechanisms they measure, never read) to report it."""
+    later: dict[int, list[dict[str, Any]]] = {}
+    if more is not None and Path(more).exists():
+        for raw in json.loads(Path(more).read_text(encoding="utf-8"))["templates"]:
+            later.setdefault(int(raw["gsm8k_row"]), []).extend(
+                {**c, "kind": f"more {c['kind']}"} for c in raw["changed"])
     out = []
     for raw in json.loads(Path(path).read_text(encoding="utf-8"))["templates"]:
         base_condition = compile_lambda(raw["condition"])
         variants = [Variant("reparam", raw["template"], raw["slots"], compile_lambda(raw["answer"]), base_condition)]
-        for changed in raw.get("changed", []):
+        for changed in [*raw.get("changed", []), *later.get(int(raw["gsm8k_row"]), [])]:
             extra = compile_lambda(changed.get("changed_condition") or "lambda v: True")
             variants.append(Variant(changed["kind"], changed["template"], {**raw["slots"], **(changed.get("extra_slots") or {})},
                                     compile_lambda(changed["answer"]),
@@ -136,10 +149,10 @@ def renderings(variant: Variant, base: Variant, count: int, rng: random.Random) 
             yield question, answer
 
 
-def write(out: Path, *, per_template: int = 8, path: Path = TEMPLATES) -> Counter[tuple[str, str]]:
+def write(out: Path, *, per_template: int = 8, path: Path = TEMPLATES, more: Path | None = MORE) -> Counter[tuple[str, str]]:
     """The query set: ``per_template`` re-parameterisations and half as many of each changed variant per template."""
     rows, counts = [], Counter()
-    for template in load_templates(path):
+    for template in load_templates(path, more):
         rng = random.Random(f"probe-{template.gsm8k_row}")
         base = template.variants[0]
         for variant in template.variants:
@@ -191,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("out", type=Path)
     w.add_argument("--per-template", type=int, default=8)
     w.add_argument("--templates", type=Path, default=TEMPLATES)
+    w.add_argument("--more", type=Path, default=MORE, help="more changed variants (a path that does not exist: none)")
     s = sub.add_parser("split")
     s.add_argument("--registry", type=Path, required=True)
     s.add_argument("--out", type=Path, required=True)
@@ -202,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         split.save(args.out)
         print(json.dumps({"split": str(args.out), "entries": len(split.bundle_ids), "unrelated": len(split.unrelated_ids)}))
     elif args.command == "write":
-        counts = write(args.out, per_template=args.per_template, path=args.templates)
+        counts = write(args.out, per_template=args.per_template, path=args.templates, more=args.more)
         print(json.dumps({f"{half} / {kind}": n for (half, kind), n in sorted(counts.items())}, indent=1))
     else:
         print(json.dumps(report(args.records), indent=1))

@@ -167,6 +167,10 @@ def unit_word(word: str) -> str:
     return _UNIT_WORDS.get(word, _SYNONYMS.get(word, word))
 
 
+_ASKS_MONEY = re.compile(r"\$|\bhow\s+much\s+(?:money\b|(?:does|did|do|will|would)\s+\w+\s+(?:spend|pay|earn|make|save))",
+                         re.IGNORECASE)
+
+
 def lifted_form(value: float, mention: Mention, question: str, question_units: set[str], literal: Literal) -> str | None:
     """How a constant the program precomputed is this mention converted between units, else None.
 
@@ -180,6 +184,8 @@ def lifted_form(value: float, mention: Mention, question: str, question_units: s
     if unit is None or not mention.parameterisable or float(mention.value) == 0:
         return None
     around = question_units | {unit_word(w) for name in literal.names for w in name.lower().split("_")}
+    if unit == "cent" and _ASKS_MONEY.search(question):
+        around = around | {"dollar"}  # "costs 5 cents ... how much does he spend": an amount asked in dollars
     m = float(mention.value)
     for small, big, factor in _UNIT_LIFTS:
         if unit == big and small in around and close_to(value, m * factor):

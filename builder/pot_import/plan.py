@@ -38,7 +38,8 @@ class ParamPlan:
     free: bool = False
     mentions: tuple[Mention, ...] = ()  # every mention the slot stands for (several for a repeated free number)
     #: A number word the question states for a structural literal: None, the number it names ("twice" for 2,
-    #: "half" for 0.5); "reciprocal", one over it ("half" for the 2 of ``x / 2``). See Param.reading.
+    #: "half" for 0.5); "reciprocal", one over it ("half" for the 2 of ``x / 2``); "multiple", a multiplying word
+    #: ("tripled" for 3), which only a multiple may restate. See Param.reading.
     reading: str | None = None
     structural: bool = False
 

@@ -194,8 +194,11 @@ def _assign(candidates: Sequence[list[Any]], program: PalProgram,
     # (an inline literal too, when the question states its value once and the literal's variable names the same
     # thing as the variable that took it: ``sunday_gingerbread = 10 + more`` after ``saturday_gingerbread = 10``)
     for score, lit, mention, form, value in candidates:
-        if lit.id in assigned or score <= 0 or form != "value" or not mention.parameterisable:
+        if lit.id in assigned or form != "value" or not mention.parameterisable:
             continue
+        if score <= 0 and (lit.direct or value in UNIT_CONSTANTS or value < 10):
+            continue  # a small number inline is arithmetic more often than the stated one; a large one ("500 - price"
+            # after ``may = 500``, stated once, in a sentence whose words lie beyond the mention's window) is that number
         owner = [lid for lid, (m, _) in assigned.items() if m.index == mention.index]
         if not owner or assigned[owner[0]][1] != "value":
             continue
@@ -319,8 +322,9 @@ _FRACTIONS = {"half", "third", "quarter", "fourth", "fifth", "sixth", "eighth", 
 def _structural_slot(question: str, mention: Mention, literal: float) -> tuple[Mention, str | None] | None:
     """The mention as a slot for a structural literal, and how it reads, or None if it stays a constant.
 
-    "twice" → 2 and "half" → 0.5 read as the number they name; "half" → the 2 of ``x / 2`` reads as
-    its reciprocal. A fraction's article joins the slot ("a third"), so "two thirds" can take its place."""
+    "twice" → 2 and "half" → 0.5 read as the number they name ("twice" as a multiple: only "3 times" or
+    "tripled" may take its place, not "3 years"); "half" → the 2 of ``x / 2`` reads as its reciprocal. A
+    fraction's article joins the slot ("a third"), so "two thirds" can take its place."""
     low = mention.text.lower()
     word = low.split("-")[-1]
     if re.fullmatch(r"1/\d+", low):  # "1/5": the 0.2 it states, or the 5 a program divides by
@@ -339,7 +343,7 @@ def _structural_slot(question: str, mention: Mention, literal: float) -> tuple[M
     except (ArcError, ValueError, ZeroDivisionError):
         return None
     if natural and close_to(literal, natural):
-        reading = None
+        reading = "multiple" if low in _MULTIPLIERS else None
     elif natural and close_to(literal, 1 / natural):
         reading = "reciprocal"
     else:

@@ -320,6 +320,9 @@ def _function_text(t: Transcript, program: PalProgram, plan: Plan) -> str:
     return ast.unparse(function)
 
 
+_READ_AS = {"reciprocal": ", read as its reciprocal", "multiple": ", read as a multiple"}
+
+
 def _module_docstring(t: Transcript, program: PalProgram, plan: Plan) -> str:
     """Where the entry came from, the verbatim question and gold answer, and what the plan decided."""
     notes = [
@@ -331,7 +334,7 @@ def _module_docstring(t: Transcript, program: PalProgram, plan: Plan) -> str:
         "",
         f"Gold answer: {t.gold!r}.",
         "Parameters: " + (", ".join(f"{p.name} = {format_value(p.original)} ({p.mention.text!r}"
-                                    + (", read as its reciprocal" if p.reading else "")
+                                    + _READ_AS.get(p.reading, "")
                                     + (", not read by the reasoning" if p.free else "")
                                     + ")" for p in plan.params)),
     ]

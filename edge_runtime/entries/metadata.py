@@ -18,7 +18,7 @@ from edge_runtime.errors import DefinitionError, ParameterValidationError
 #: Types a parameter may declare, by the name stored in manifests.
 PARAM_TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool, "fraction": Fraction}
 #: How a question may state a parameter's value (``Param.reading``).
-READINGS = (None, "reciprocal")
+READINGS = (None, "reciprocal", "multiple")
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,8 @@ class Param:
     choices: tuple[Any, ...] | None = None
     unit: str | None = None
     #: How the question states the value: None, the number as written; "reciprocal", one over it (the
-    #: question says "half" where the reasoning divides by 2, "one third" where it divides by 3).
+    #: question says "half" where the reasoning divides by 2, "one third" where it divides by 3); "multiple", as a
+    #: multiple ("tripled", "twice", "4 times"), never as a count of something ("3 years" does not state it).
     reading: str | None = None
 
     def __post_init__(self) -> None:

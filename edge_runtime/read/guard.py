@@ -41,8 +41,8 @@ from typing import Any
 
 from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.read.disclaimers import IRRELEVANCE
-from edge_runtime.read.english_words import plural_stem
-from edge_runtime.read.measures import unit_refusal
+from edge_runtime.read.english_words import MULTIPLIERS, plural_stem
+from edge_runtime.read.measures import asked_unit_change, unit_refusal
 from edge_runtime.read.mentions import STRUCTURAL, Mention, same_value, scan
 from edge_runtime.read.mentions import read_values as _read
 from edge_runtime.read.mentions import shares_value as _shares_value
@@ -121,7 +121,8 @@ class GuardConfig:
     #: than the entry's does (people counted by their order of first mention, when both name as many).
     check_roles: bool = True
     #: Refuse, on every path, a value whose slot the template measures ("{g} grams", "${price}") when the question
-    #: states its number with another unit or a word of its own ("two servings"), or in a subunit ("30 cents").
+    #: states its number with another unit or a word of its own ("two servings"), or in a subunit ("30 cents"); and a
+    #: final question that asks in a unit the entry's does not ("how many minutes" of an entry that answers in hours).
     check_units: bool = True
 
 
@@ -209,7 +210,12 @@ class ReasoningGuard:
                 continue
             slot = facts.slots.get(name, (set(), set()))
             stated = 1 / value if reading == "reciprocal" and value else value  # "two thirds" for the 1.5 of "/ 1.5"
-            index = _best(mentions, contexts, used, slot, lambda m: same_value(m.values[0], stated))
+            index = None
+            if reading == "multiple":  # "3 years ... tripled": the multiple, whichever comes first
+                index = _best(mentions, contexts, used, slot,
+                              lambda m: same_value(m.values[0], stated) and _states_a_multiple(question, m))
+            if index is None:
+                index = _best(mentions, contexts, used, slot, lambda m: same_value(m.values[0], stated))
             if index is None:
                 index = _best(mentions, contexts, used, slot,
                               lambda m: any(same_value(v, stated) or same_value(v, value) for v in m.values))
@@ -242,6 +248,7 @@ class ReasoningGuard:
         cfg = self.config
         question, facts, mentions, contexts = read.question, read.facts, read.mentions, read.contexts
         bound, unbound = self._bind(entry, read, values)
+        readings = {p.name: p.reading for p in entry.params}
         checks["unbound_params"] = unbound
         if cfg.check_values and unbound:
             return f"the value read for {unbound[0]!r} ({values[unbound[0]]:g}) is not a number the question states"
@@ -273,6 +280,11 @@ class ReasoningGuard:
             if mention.percent and name not in facts.percent_slots and same_value(value, mention.values[0]):
                 return (f"the question states {mention.text!r} as a percent, but the entry reads {name!r} as a "
                         "plain number")
+        # 1a''. a multiple stays a multiple: the "tripled" of "{r} in a year" is not stated by "after 3 years"
+        for name, index in bound.items() if cfg.check_values else ():
+            if readings.get(name) == "multiple" and not _states_a_multiple(question, mentions[index]):
+                return (f"the entry reads {name!r} as a multiple, but the question states {mentions[index].text!r} as "
+                        "a count")
         # 1a'. (a reworded question) a slot's number left unstated in its place: "combine a certain mL of one
         # medicine" where the template combines "{m} mL": the value was removed, whatever number was read for it
         if model_path and cfg.check_values and self.phrase_rules:
@@ -370,6 +382,11 @@ class ReasoningGuard:
         change = modifier_change(re.split(r"[#\d]", template_target, maxsplit=1)[0], asking_text)
         if cfg.check_modifiers and change:
             return f"the question's final question {change}, which changes what it asks for"
+        # The unit it asks in: "how many *minutes*" of an entry that answers in hours (measures.asked_unit_change)
+        unit = (asked_unit_change(read.facts.literal, re.split(r"[#\d]", template_target, maxsplit=1)[0], question,
+                                  asking_text) if cfg.check_units else None)
+        if unit is not None:
+            return f"the question asks for its answer in {unit!r}, a unit the entry's question does not ask in"
         # A negation anywhere else turns a statement or the question's condition into another one: "If there are
         # *not* 30 letters in the pile", "she did *not* eat 3 of them". The aligner lets function words change.
         # Not counted: a sentence that only restates another (its "not" is that one's again) and a phrase that calls
@@ -457,6 +474,16 @@ def _counts_a_counted_thing(question: str, index: int, mentions: Sequence[Mentio
     counted = {plural_stem(m[1]) for j, other in enumerate(mentions) if j != index and not other.weak
                if (m := _NEXT_WORD.match(low, other.end))}
     return plural_stem(thing[1]) in counted
+
+
+_TIMES = re.compile(r"[\s-]*(?:times|fold|x)\b", re.IGNORECASE)
+
+
+def _states_a_multiple(question: str, mention: Mention) -> bool:
+    """The mention names a multiple: a multiplying word ("twice", "tripled") or a number of times ("3 times",
+    "four-fold", "3x"), not a count of something ("3 years")."""
+    return (mention.text.lower().split()[-1] in MULTIPLIERS if mention.text.split() else False) or bool(
+        _TIMES.match(question, mention.end))
 
 
 def _best(mentions: Sequence[Mention], contexts: Sequence[Context], used: set[int], context: Context, test: Any) -> int | None:

@@ -30,7 +30,7 @@ for _name, _spellings in {
     "cup": "cup cups", "hour": "hr hrs hour hours", "minute": "min mins minute minutes",
     "second": "sec secs second seconds", "day": "day days", "week": "wk wks week weeks",
     "month": "month months", "year": "yr yrs year years", "dollar": "dollar dollars buck bucks",
-    "cent": "cent cents", "euro": "euro euros", "percent": "percent per-cent", "degree": "degree degrees",
+    "cent": "cent cents", "euro": "euro euros", "percent": "percent per-cent percentage percentages", "degree": "degree degrees",
 }.items():
     for _spelling in _spellings.split():
         _UNITS[_spelling] = _name
@@ -65,6 +65,26 @@ def word_after(text: str, end: int) -> str | None:
 def units_named(text: str) -> frozenset[str]:
     """The units of measure a text names anywhere, currencies by symbol too."""
     return frozenset(u for w in re.findall(rf"[A-Za-z]+|[{''.join(CURRENCY_UNITS)}]", text) if (u := unit_of(w)) is not None)
+
+
+def asked_unit_change(template: str, template_asks: str, question: str, question_asks: str) -> str | None:
+    """The unit the question's final question asks in that the template's does not, or None. "How many *minutes*
+    will the playlists last" of an entry that answers in hours, "how much change, *in cents*", "what *percent* of
+    the pieces" of one that counts pieces: the entry's answer would come in the wrong unit. Allowed: the currency
+    the template writes its amounts in, asked by name where the template asks "how much money" ("how many
+    dollars"); and a unit renamed throughout, which the question names before its final question, the template
+    nowhere, and whose place the template's asked unit left ("a 125 oz bag ... how many oz" for "a {w}g bag ...
+    how many grams"). A unit the template asks in and the question does not name ("how long") is not refused."""
+    t_units, q_units = units_named(template_asks), units_named(question_asks)
+    currencies = {CURRENCY_UNITS[c] for c in template if c in CURRENCY_UNITS} | (units_named(template) & {"dollar", "euro"})
+    before = question[: question.rfind(question_asks)] if question_asks in question else question
+    for unit in sorted(q_units - t_units):
+        if unit in currencies and not t_units:
+            continue
+        if unit not in units_named(template) and unit in units_named(before) and not (t_units - q_units) & units_named(question):
+            continue
+        return unit
+    return None
 
 
 def counts_else(template_word: str | None, question_word: str | None, question_units: frozenset[str]) -> bool:

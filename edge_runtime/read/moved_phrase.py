@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from difflib import SequenceMatcher
 
-from edge_runtime.read.template_align import _SLOT, AlignWords, _default_words, _template_tokens, _tokens
+from edge_runtime.read.final_question import SLOT as _SLOT
+from edge_runtime.read.template_align import AlignWords, _default_words, _template_tokens, _tokens
 
 _ENDS = (".", "?", "!")
 _PUNCT = (",", ".", "?", "!", ";", ":")

@@ -49,9 +49,9 @@ from functools import cached_property
 
 from edge_runtime.answer.currency import SYMBOLS as CURRENCY_SYMBOLS
 from edge_runtime.entries.metadata import Param
+from edge_runtime.read import final_question as fq
 from edge_runtime.read.measures import unit_of
 
-_SLOT = "\x00"
 _NAME = "\x01"  # the shape of any run of naming words, in the alignment by shape
 _CURRENCY = set(CURRENCY_SYMBOLS)
 _DIGITS = r"\d+(?:[.,/]\d+)*"
@@ -85,6 +85,8 @@ class AlignWords:
     #: words that stand for a person named before ("she"), and the people a text names, in order ("Wendy"): a final
     #: question may name the person its template's pronoun stands for, when that can only be one person
     pronouns: frozenset[str] = frozenset()
+    #: words that point back at a person or thing named before ("its height" → "the bamboo's height" names it)
+    referring: frozenset[str] = frozenset()
     people: Callable[[str], list[str]] = lambda text: []
     number_spans: Callable[[str], list[str]] = _digit_spans  # the number-like spans of a text, in order
     #: whether a word outside the slots may be renamed ("Benny" → "Michael"): only with words to tell a rename from a
@@ -128,7 +130,7 @@ def _template_tokens(template: str, vocab: AlignWords) -> list[str]:
     for literal, name, _, _ in string.Formatter().parse(template):
         out += [t for t, _, _ in _tokens(literal, vocab)]
         if name is not None:
-            out.append(_SLOT + name)
+            out.append(fq.SLOT + name)
     return out
 
 
@@ -139,12 +141,13 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *,
     vocab = words if words is not None else _default_words()
     t_tokens = _template_tokens(template, vocab)
     q_tokens = _tokens(question, vocab)
-    literal = [t for t in t_tokens if not t.startswith(_SLOT)]
+    literal = [t for t in t_tokens if not t.startswith(fq.SLOT)]
     if not literal or not q_tokens:
         return None
-    t_norm = [t if t.startswith(_SLOT) else vocab.norm(t) for t in t_tokens]
+    t_norm = [t if t.startswith(fq.SLOT) else vocab.norm(t) for t in t_tokens]
     q_norm = [vocab.norm(t) for t, _, _ in q_tokens]
-    if sum((Counter(t for t in t_norm if not t.startswith(_SLOT)) & Counter(q_norm)).values()) < min_anchor_ratio * len(literal):
+    literal_counts = Counter(t for t in t_norm if not t.startswith(fq.SLOT))
+    if sum((literal_counts & Counter(q_norm)).values()) < min_anchor_ratio * len(literal):
         return None  # too few of the template's words are in the question at all (the cheap test first)
     by_word = SequenceMatcher(None, t_norm, q_norm, autojunk=False).get_opcodes()
     story = [vocab.norm(p.lower()) for p in vocab.people(template)]  # the people the template names
@@ -164,7 +167,7 @@ def aligned_values(template: str, params: tuple[Param, ...], question: str, *,
 
 def renamed_role_asked(template: str, question: str, *, words: AlignWords | None = None) -> str | None:
     """The word the question's final question asks with that its statements put in place of another of the
-    template's words, or None: the aligned path's rule (``_renamed_from``) for the model paths, which read a
+    template's words, or None: the aligned path's rule (``fq.renamed_from``) for the model paths, which read a
     question the aligner declined ("comic books → magazines, toys → action figures", then "If he removes 4 action
     figures, how many magazines ..." for "If he removes {n} comic books, how many toys ...": the roles traded).
     A pronoun of the template's final question may become any name, and a person named there is the guard's to match
@@ -172,21 +175,21 @@ def renamed_role_asked(template: str, question: str, *, words: AlignWords | None
     vocab = words if words is not None else _default_words()
     t_tokens = _template_tokens(template, vocab)
     q_tokens = _tokens(question, vocab)
-    t_norm = [t if t.startswith(_SLOT) else vocab.norm(t) for t in t_tokens]
+    t_norm = [t if t.startswith(fq.SLOT) else vocab.norm(t) for t in t_tokens]
     q_norm = [vocab.norm(t) for t, _, _ in q_tokens]
-    target_start = _target_start(t_tokens)
+    target_start = fq.target_start(t_tokens)
     before: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
     target: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
     for op, i1, i2, j1, j2 in SequenceMatcher(None, t_norm, q_norm, autojunk=False).get_opcodes():
         if op != "equal":
-            phrase = (_content([t for t in t_tokens[i1:i2] if not t.startswith(_SLOT)], vocab),
-                      _content([t for t, _, _ in q_tokens[j1:j2]], vocab))
+            phrase = (fq.content([t for t in t_tokens[i1:i2] if not t.startswith(fq.SLOT)], vocab),
+                      fq.content([t for t, _, _ in q_tokens[j1:j2]], vocab))
             (before.add(phrase) if i2 <= target_start else target.append(phrase))
-    renamed_from = _renamed_from(before)
+    renamed_from = fq.renamed_from(before)
     pronouns = {vocab.norm(w) for w in vocab.pronouns}
     named = {vocab.norm(w.lower()) for w in vocab.people(question)}  # people: the guard matches them on its own
-    asking = _role_words(q_norm[_target_start([t for t, _, _ in q_tokens]):], vocab) - named
-    t_final = set(_asking(t_norm[target_start:]))
+    asking = _role_words(q_norm[fq.target_start([t for t, _, _ in q_tokens]):], vocab) - named
+    t_final = set(fq.asking(t_norm[target_start:]))
     for t_phrase, q_phrase in target:
         for word in q_phrase:
             if word in asking and _trades_role(word, t_phrase, t_final, renamed_from, pronouns):
@@ -199,7 +202,7 @@ def _role_words(final: list[str], vocab: AlignWords) -> set[str]:
     quantity of"), not a unit of measure ("how much fabric in feet": a unit renamed throughout is the unit check's).
     Words of a condition before the question word state givens ("If she drove 325 km a day, how many ...")."""
     frame = {vocab.norm(w) for w in vocab.question_frame}
-    return {w for w in _asking(final) if w.isalpha() and w not in frame and unit_of(w) is None}
+    return {w for w in fq.asking(final) if w.isalpha() and w not in frame and unit_of(w) is None}
 
 
 def _trades_role(word: str, t_phrase: Sequence[str], t_final: set[str], renamed_from: dict[str, set[str]],
@@ -234,17 +237,20 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     swapped: set[tuple[str, str]] = set()  # the same, anywhere
     renamed_away: set[str] = set()  # template words a changed stretch before the target does not keep
     pronoun_names: dict[str, set[str]] = {}  # a template pronoun -> the names the question puts in its place before
-    target_start = _target_start(t_tokens)
+    target_start = fq.target_start(t_tokens)
     template_words = {w for w in t_norm if w.isalpha() and w not in vocab.common}
     in_target: list[tuple[list[str], list[str]]] = []  # changed words of the final question (template, question)
+    in_condition: list[bool] = []  # each of those stretches lies in a condition before the asking words ("If he ...,")
+    final = t_norm[target_start:]
+    asking_start = target_start + len(final) - len(fq.asking(final))
     phrases_before: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()  # (template phrase, question's), before the target
     phrases_target: list[tuple[tuple[str, ...], tuple[str, ...]]] = []  # the same, in the final question
     for op, i1, i2, j1, j2 in opcodes:
         if op == "equal":
             continue
         stretch = t_tokens[i1:i2]
-        slots = [t[1:] for t in stretch if t.startswith(_SLOT)]
-        words = [t for t in stretch if not t.startswith(_SLOT)]
+        slots = [t[1:] for t in stretch if t.startswith(fq.SLOT)]
+        words = [t for t in stretch if not t.startswith(fq.SLOT)]
         text = question[q_tokens[j1][1]:q_tokens[j2 - 1][2]] if j2 > j1 else ""
         q_words = [t for t, _, _ in q_tokens[j1:j2]]
         if any(vocab.is_quantity(w) for w in words):
@@ -257,7 +263,7 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         swapped.update(changed)
         if sum(vocab.norm(w) == "%" for w in words) != sum(vocab.norm(w) == "%" for w in q_words):
             return None  # "5% of the price" → "0.05 times of the price": a share written as a factor
-        phrase = (_content(words, vocab), _content(q_words, vocab))
+        phrase = (fq.content(words, vocab), fq.content(q_words, vocab))
         if i2 <= target_start:
             renamed.update(changed)
             renamed_away.update({vocab.norm(w) for w in words} - {vocab.norm(w) for w in q_words})
@@ -276,8 +282,9 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
                 return None  # a unit of time added or dropped: "after an hour" states a quantity
             if i2 > target_start:
                 in_target.append(([vocab.norm(w) for w in words], [vocab.norm(w) for w in q_words]))
+                in_condition.append(i2 <= asking_start)
             continue
-        fraction = any(a.startswith(_SLOT) and mid == "/" and b.startswith(_SLOT)
+        fraction = any(a.startswith(fq.SLOT) and mid == "/" and b.startswith(fq.SLOT)
                        for a, mid, b in zip(stretch, stretch[1:], stretch[2:]))  # "{a}/{b}"
         read = _read_stretch(slots, by_name, text, q_words, vocab, fraction=fraction)
         if read is None:
@@ -287,20 +294,22 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         if i2 > target_start:
             taken = {t for span in read.values() for t, _, _ in _tokens(span, vocab)}
             in_target.append(([vocab.norm(w) for w in words], [vocab.norm(w) for w in q_words if w not in taken]))
+            in_condition.append(i2 <= asking_start)
         for name, span in read.items():
             if values.setdefault(name, span) != span:
                 return None  # a repeated slot reads two different values
     if not names_one_to_one and any((b, a) in swapped for a, b in swapped):
         return None  # two template words traded places: the values' roles swapped
     q_words_all = [t for t, _, _ in q_tokens]
-    q_final = [vocab.norm(t) for t in q_words_all[_target_start(q_words_all):]]
-    if in_target and _asks_the_same(t_norm[target_start:], q_final, renamed, vocab):
+    q_norm_all = [vocab.norm(t) for t in q_words_all]
+    q_final = q_norm_all[fq.target_start(q_words_all):]
+    if in_target and fq.asks_the_same(t_norm[target_start:], q_final, renamed, vocab):
         in_target = []  # posed another way ("What is the number of boxes that Marie did order?"), the same question
-    renamed_from = _renamed_from(phrases_before)
+    renamed_from = fq.renamed_from(phrases_before)
     pronouns = {vocab.norm(w) for w in vocab.pronouns}
     asking = _role_words(q_final, vocab)
-    t_final = set(_asking(t_norm[target_start:]))
-    if in_target and _loses_most(t_norm[target_start:], q_final, renamed_from, vocab):
+    t_final = set(fq.asking(t_norm[target_start:]))
+    if in_target and fq.loses_most(t_norm[target_start:], q_final, renamed_from, vocab):
         return None  # "what percentage of the distance has he covered" → "how many km are left": another question
     # One-to-one names keep the final question on the template's roles where it renames one name for another; a
     # template name it takes up in another place must have been renamed away there ("hat → beanie, scarf → hat"),
@@ -308,15 +317,27 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     elsewhere = {w for w in t_norm[:target_start] if w.isalpha() and w not in vocab.common}
     if names_one_to_one:
         elsewhere -= renamed_away
+    renames = fq.FinalRenames.of(renamed_from, story or [], vocab.people(question), t_norm, target_start, q_norm_all,
+                                 len(q_norm_all) - len(q_final), vocab)
     for t_words, q_words in in_target:
-        if any(w in elsewhere and w not in t_words and not _renamed_consistently(w, phrases_before, phrases_target)
-               and not _names_the_pronoun(w, t_words, pronoun_names, story or [], vocab) for w in q_words):
+        if any(w in elsewhere and w not in t_words and not fq.renamed_consistently(w, phrases_before, phrases_target)
+               and not fq.names_the_pronoun(w, t_words, pronoun_names, story or [], vocab) for w in q_words):
             return None  # the final question asks for a quantity the template gives another role
         if any(w in asking and _trades_role(w, t_words, t_final, renamed_from, pronouns) for w in q_words):
             return None  # the final question names what another template word became: "comic books → magazines"
             # before it, then "how many toys" → "how many magazines" asks for the other role
-        if n_literal < 30 and not _renamed_throughout(t_words, q_words, renamed, vocab):
-            return None  # the final question of a short template asks for something else
+    # each stretch that changes words for words is judged alone (two that trade words are a swap); words only
+    # dropped or only added are judged together, as an alignment may split one rename into a deletion and an insertion
+    one_sided: list[tuple[list[str], list[str], bool]] = []
+    for (t_words, q_words), condition in zip(in_target, in_condition):
+        if fq.content(t_words, vocab) and fq.content(q_words, vocab):
+            if not renames.same_ask(t_words, q_words, pronoun_names, condition=condition):
+                return None  # the final question asks for something else
+        else:
+            one_sided.append((t_words, q_words, condition))
+    if one_sided and not renames.same_ask([w for t, _, _ in one_sided for w in t], [w for _, q, _ in one_sided for w in q],
+                                          pronoun_names, condition=all(c for _, _, c in one_sided)):
+        return None
     if set(values) != set(by_name):
         return None
     return {p.name: values[p.name] for p in params}
@@ -414,7 +435,7 @@ def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tupl
     backward: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
     named: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
     for op, i1, i2, j1, j2 in opcodes:
-        if any(t.startswith(_SLOT) for t in t_norm[i1:i2]):
+        if any(t.startswith(fq.SLOT) for t in t_norm[i1:i2]):
             continue
         if op == "equal":
             pairs = [((t,), (t,)) for t in t_norm[i1:i2]]
@@ -442,99 +463,6 @@ def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tupl
     return all(len(v) == 1 for v in forward.values()) and not any(
         not set(other) & set(t) for t, q in named if len(q) > 1 and q[-1] not in frame and q[-1] not in t
         for other in backward.get((q[-1],), ()))
-
-
-def _target_start(t_tokens: list[str]) -> int:
-    """Index of the first token of the template's final question (its last sentence with a '?')."""
-    ends = [i for i, t in enumerate(t_tokens) if t in (".", "?", "!")]
-    asked = [i for i in ends if t_tokens[i] == "?"]
-    last = asked[-1] if asked else (ends[-1] if ends else len(t_tokens))
-    before = [i for i in ends if i < last]
-    return before[-1] + 1 if before else 0
-
-
-def _asks_the_same(t_final: list[str], q_final: list[str], renamed: set[tuple[str, str]], vocab: AlignWords) -> bool:
-    """The final questions (normalised tokens) differ only in how they pose the question: without the words of
-    its frame, the question's words are the template's in the same order, each the same word or the rename the
-    question made before its final question. A word the rest of the question renamed away that the final
-    question keeps would ask for the other role, so it does not count as the same."""
-    if not vocab.question_frame:
-        return False
-    frame = {vocab.norm(w) for w in vocab.question_frame}
-    asked = [w for w in t_final if not w.startswith(_SLOT) and w.isalpha() and w not in frame]
-    posed = [w for w in q_final if w.isalpha() and w not in frame and not vocab.is_quantity(w)]
-    renamed_away = {t for t, q in renamed if t != q}
-    return len(asked) == len(posed) and all(
-        (a == b and a not in renamed_away) or (a, b) in renamed for a, b in zip(asked, posed))
-
-
-def _loses_most(t_final: list[str], q_final: list[str], renamed_from: dict[str, set[str]], vocab: AlignWords) -> bool:
-    """The question's final question keeps fewer than half of the words that name what the template's asks for (from
-    its question word on, besides the frame: "how many", "what is the"), each kept or renamed as the question renamed
-    it before. One reworded for the same quantity keeps most of them ("How much money does he make" → "How many
-    dollars does he make"); one asking for another quantity keeps few ("what percentage of this distance has he
-    covered" → "how many kilometers does he still have left to travel")."""
-    frame = {vocab.norm(w) for w in vocab.question_frame} | {vocab.norm(w) for w in vocab.common}
-    asked = {w for w in _asking(t_final) if not w.startswith(_SLOT) and w.isalpha() and w not in frame
-             and not vocab.is_quantity(w)}
-    posed = {w for w in _asking(q_final) if w.isalpha() and w not in frame}
-    kept = {w for w in asked if w in posed or any(w in renamed_from.get(b, ()) for b in posed)}
-    return bool(asked) and 2 * len(kept) < len(asked)
-
-
-_QUESTION_WORDS = frozenset("how what which who whom whose calculate compute find determine".split())
-
-
-def _asking(final: list[str]) -> list[str]:
-    """A final question's tokens from its first question word on (a condition before it states givens)."""
-    start = next((i for i, w in enumerate(final) if re.split(r"['’]", w)[0] in _QUESTION_WORDS), 0)  # "what's" too
-    return final[start:]
-
-
-def _content(words: list[str], vocab: AlignWords) -> tuple[str, ...]:
-    """The words of a phrase that name something, compared as ``vocab.norm`` does (a possessive as its name)."""
-    bare = (re.sub(r"['’]s?$", "", w) for w in words)
-    return tuple(vocab.norm(w) for w in bare if w.isalpha() and w not in vocab.common and not vocab.is_quantity(w))
-
-
-def _renamed_from(before: set[tuple[tuple[str, ...], tuple[str, ...]]]) -> dict[str, set[str]]:
-    """Each word a rename before the final question put in place of template words -> those template words
-    ("comic books" → "magazines": magazine -> {comic, book})."""
-    sources: dict[str, set[str]] = {}
-    for t_phrase, q_phrase in before:
-        if not t_phrase:
-            continue  # words inserted ("$5" → "5 dollars"), not a template word renamed
-        for word in q_phrase:
-            if word not in t_phrase:
-                sources.setdefault(word, set()).update(t_phrase)
-    return sources
-
-
-def _renamed_consistently(word: str, before: set[tuple[tuple[str, ...], tuple[str, ...]]],
-                          target: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> bool:
-    """``word`` reaches the final question by a rename the question makes before it too, and the template's
-    own ``word`` is renamed away there: "the rest play video games or music; 10 bake ... how many play music"
-    → "the rest read or bake; 10 dance ... how many bake" names the same roles with other hobbies."""
-    return (any(word in q and (t, q) in before for t, q in target)
-            and any(word in t and word not in q for t, q in before))
-
-
-def _names_the_pronoun(word: str, t_words: list[str], pronoun_names: dict[str, set[str]], story: list[str],
-                       vocab: AlignWords) -> bool:
-    """``word`` names the person a pronoun of the template's final question stands for: the only person the
-    template names ("How many books will *she* need" of a story about Wendy alone → "will *Wendy* need"), or the
-    name the question put in that pronoun's place everywhere it changed it before ("If *Marissa* wants ..., does
-    *Marissa* need")."""
-    return any(p in vocab.pronouns and (story == [word] or pronoun_names.get(p) == {word}) for p in t_words)
-
-
-def _renamed_throughout(t_words: list[str], q_words: list[str], renamed: set[tuple[str, str]], vocab: AlignWords) -> bool:
-    """A change in the final question is allowed only as a rename the rest of the question makes too."""
-    content_t = [w for w in t_words if not w.startswith(_SLOT) and w.isalpha() and w not in vocab.common]
-    content_q = [w for w in q_words if w.isalpha() and w not in vocab.common and not vocab.is_quantity(w)]
-    if len(content_t) != len(content_q):
-        return False
-    return all((a, b) in renamed for a, b in zip(content_t, content_q))
 
 
 def _read_stretch(slots: list[str], by_name: dict[str, Param], text: str, q_words: list[str], vocab: AlignWords, *,

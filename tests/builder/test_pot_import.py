@@ -23,6 +23,7 @@ from edge_runtime.entries.registry import Registry
 from edge_runtime.entries.validator import validate_source
 from edge_runtime.errors import ExtractionError
 from edge_runtime.read.extractor import Extractor
+from edge_runtime.read.guard import check
 
 DATA = Path("/work/shared/data/gsm8k")
 
@@ -557,7 +558,7 @@ def test_number_words_become_parameters_read_as_their_number_or_its_reciprocal(i
     """, 16)
     entry, compiled = accepted_entry(importer, t)
     readings = {p.reading for p in entry.params if p.type is float}
-    assert "reciprocal" in readings and None in readings
+    assert readings == {"reciprocal", "multiple"}  # "Half" divides by 2; "twice" is a multiple, as "three times"
     assert answer(entry, compiled, q.replace("Half", "One quarter")) == 8
     assert answer(entry, compiled, q.replace("Half", "Three quarters").replace("twice", "three times")) == 36
     assert answer(entry, compiled, q.replace("twice", "thrice")) == 24
@@ -578,6 +579,25 @@ def test_a_multiplying_verb_is_a_parameter_another_verb_can_restate(importer):
     assert "tripled" not in entry.template, entry.template
     assert answer(entry, compiled, q.replace("tripled", "doubled")) == 8
     assert answer(entry, compiled, q.replace("tripled", "quadrupled")) == 18
+
+
+def test_a_multiplying_word_is_stated_only_by_a_multiple(importer):
+    """GSM8K 237 read "tripled" as a slot; an unrelated question ("$300 ... after 3 years") then seemed to state it
+    with its 3 years. The slot reads as a multiple: "quadrupled" states it, a count of years does not."""
+    q = ("Johnny took his allowance of $20 and added an extra $10 to it. He then invested this sum of money, which "
+         "tripled in a year. How much money did he have after a year?")
+    t = transcript(q, """
+        allowance = 20
+        extra = 10
+        return (allowance + extra) * 3
+    """, 90)
+    entry, compiled = accepted_entry(importer, t)
+    assert [p.reading for p in entry.params if p.original == 3] == ["multiple"]
+    assert answer(entry, compiled, q.replace("tripled", "quadrupled")) == 120
+    years = "Johnny took his allowance of $20 and added an extra $10 to it. After 3 years, how much money did he have?"
+    assert check(entry, years, {p.name: p.original for p in entry.params}) is not None
+    assert check(entry, q.replace("tripled", "quadrupled"), {**{p.name: p.original for p in entry.params},
+                                                             **{p.name: 4.0 for p in entry.params if p.reading}}) is None
 
 
 def test_a_fraction_in_words_written_as_two_literals_is_one_parameter(importer):
@@ -891,3 +911,34 @@ def test_a_fraction_the_question_states_is_the_program_s_fraction_not_another_nu
     read = {p.name: q[p.mention.start:p.mention.end] for p in plan.params}
     assert read["student_windows"] == "four"
     assert sorted(text for text in read.values() if text in ("3", "4")) == ["3", "4"]  # the fraction's two pieces
+
+
+def test_a_large_number_restated_inline_is_the_same_parameter(importer):
+    """GSM8K 131: ``may = 500`` then ``june = 500 - 60``: the inline 500 is the stated $500 again, whose words lie
+    beyond the mention's window ("The expenditure of Joseph in May was $500"). Left a constant, it froze the $500
+    and every variant that changes May's spending was refused."""
+    q = ("The expenditure of Joseph in May was $500. In June, his expenditure was $60 less. How much was his total "
+         "expenditure for those two months?")
+    t = transcript(q, """
+        expenditure_may = 500
+        expenditure_june = 500 - 60
+        return expenditure_may + expenditure_june
+    """, 940)
+    entry, compiled = accepted_entry(importer, t)
+    assert "$500" not in entry.template, entry.template
+    assert answer(entry, compiled, q.replace("$500", "$800")) == 1540
+
+
+def test_cents_a_program_writes_in_dollars_follow_the_stated_cents(importer):
+    """GSM8K 1067: "each small coupon costs 5 cents ... how much does he spend" is ``0.05`` in a program that answers
+    in dollars; the 5 cents are the parameter, so "8 cents" becomes 0.08."""
+    q = ("Anthony wants to send out 700 small coupons and 300 big coupons. If each small coupon costs 5 cents to mail "
+         "and each big coupon costs 15 cents, how much does he spend on postage total?")
+    t = transcript(q, """
+        small = 700
+        big = 300
+        return small * 0.05 + big * 0.15
+    """, 80)
+    entry, compiled = accepted_entry(importer, t)
+    assert "5 cents" not in entry.template and "15 cents" not in entry.template, entry.template
+    assert answer(entry, compiled, q.replace("5 cents to mail", "8 cents to mail")) == pytest.approx(101)

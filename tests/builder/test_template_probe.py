@@ -40,7 +40,9 @@ def test_the_query_set_has_both_halves_and_changed_rows_never_answer_as_the_base
     counts = write(out, per_template=4)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert {half for half, _ in counts} == {"tune", "check"}
-    assert {kind for _, kind in counts} == {"reparam", "added_clause", "changed_question", "reversed"}
+    assert {kind for _, kind in counts} == {"reparam", "added_clause", "changed_question", "reversed", "more added_clause",
+                                            "more changed_question"}
+    assert {half for half, kind in counts if kind.startswith("more ")} == {"tune", "check"}
     assert len(rows) == sum(counts.values()) and all(not re.search(r"\{\w+\}", r["query"]) for r in rows)
     by_row = {t.gsm8k_row: t for t in load_templates()}
     for row in rows:

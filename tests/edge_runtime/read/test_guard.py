@@ -380,9 +380,9 @@ def test_a_reversal_that_asks_for_a_given_is_refused_on_the_model_path():
     question = ("A bus travels 60 miles per hour for 5 hours. A car travels a certain distance in 8 hours. If the bus "
                 "travels 60 miles farther than the car, how fast was the car traveling, in miles per hour?")
     assert check(BUS, question, BUS_VALUES, "lm-draft") is not None  # it no longer asks "than" anything either
-    refusal = ReasoningGuard(GuardConfig(check_modifiers=False))(BUS, question, BUS_VALUES, "lm-draft")
+    refusal = ReasoningGuard(GuardConfig(check_modifiers=False, check_units=False))(BUS, question, BUS_VALUES, "lm-draft")
     assert refusal is not None and "takes as given" in refusal and "'hour'" in refusal
-    off = GuardConfig(model_path_reversal_words=None, check_modifiers=False)
+    off = GuardConfig(model_path_reversal_words=None, check_modifiers=False, check_units=False)
     assert ReasoningGuard(off)(BUS, question, BUS_VALUES, "lm-draft") is None
 
 
@@ -865,3 +865,12 @@ def test_on_the_aligned_path_only_a_subunit_is_another_unit():
     mph = "Ann rides at 12 mph an hour for 3 hours. How far does she ride?"
     assert check(ride, mph, {"speed": 12, "hours": 3}, "aligned") is None
     assert check(ride, mph, {"speed": 12, "hours": 3}, "lm-draft") is not None
+
+
+@pytest.mark.parametrize("path", ["aligned", "lm-draft"])
+def test_a_final_question_in_another_unit_is_refused_on_every_path(path):
+    question = ("A bus travels 60 miles per hour for 5 hours. A car travels 60 miles per hour for 8 hours. How much "
+                "farther did the bus go than the car, in kilometers?")
+    refusal = check(BUS, question, BUS_VALUES, path)
+    assert refusal is not None and "'kilometer'" in refusal
+    assert check(BUS, question.replace("kilometers", "miles"), BUS_VALUES, path) is None

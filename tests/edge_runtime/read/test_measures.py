@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from edge_runtime.read.measures import counts_else, unit_of, unit_refusal, units_named, word_after
+from edge_runtime.read.measures import asked_unit_change, counts_else, unit_of, unit_refusal, units_named, word_after
 
 
 def test_spellings_of_one_unit_are_one_unit():
@@ -56,3 +56,45 @@ def test_unit_refusal_reads_currency_symbols_before_the_numbers():
         bound = {"value": 0, "caps": 1}
         refusal = unit_refusal(template, question, bound, mentions)
         assert (refusal is not None) is refused, refusal
+
+
+PLAYLIST = "Each song is {m} hours long and a playlist has {n} songs. If John has {k} playlists, how many hours will they last?"
+
+
+@pytest.mark.parametrize("question, asks_in", [
+    ("Each song is 3 hours long and a playlist has 20 songs. If Ann has 5 playlists, how many hours will they last?", None),
+    ("Each song is 3 hours long and a playlist has 20 songs. If Ann has 5 playlists, how long will they last?", None),
+    ("Each song is 3 hours long and a playlist has 20 songs. If Ann has 5 playlists, how many minutes will they last?",
+     "minute"),
+    ("Each song is 3 minutes long and a playlist has 20 songs. If Ann has 5 playlists, how many minutes will they last?",
+     None),  # hours renamed minutes throughout: the same reasoning
+    ("Each song is 3 hours long and a playlist has 20 songs. If Ann has 5 playlists, what percentage of a week will they "
+     "last?", "percent"),
+])
+def test_the_unit_a_final_question_asks_in(question, asks_in):
+    """The entry answers in the unit its final question asks in; asked in another one, its number is wrong by a
+    factor (held-out changed questions: "how many minutes", "in cents", "what percent of the pieces")."""
+    template_asks = "how many hours will they last?"
+    asks = question[question.lower().rindex("how" if "how" in question.lower() else "what"):]
+    assert asked_unit_change(PLAYLIST, template_asks, question, asks) == asks_in
+
+
+def test_money_asked_by_its_name_is_the_templates_currency_not_its_subunit():
+    template = "A book costs ${p} and a pen ${q}. How much money does she spend?"
+    asks = "How much money does she spend?"
+    assert asked_unit_change(template, asks, "A book costs $5 and a pen $2. How many dollars does she spend?",
+                             "How many dollars does she spend?") is None
+    assert asked_unit_change(template, asks, "A book costs $5 and a pen $2. How much does she spend, in cents?",
+                             "How much does she spend, in cents?") == "cent"
+
+
+def test_a_unit_renamed_throughout_beside_a_rate_is_still_a_rename():
+    """GSM-Plus rewrote a grams entry in kilograms throughout; its final question keeps "per week"."""
+    template = ("A cup weighs {w} grams and has {p} grams of protein. If John eats {e} grams a day, how many grams of "
+                "protein does he get per week?")
+    question = ("A cup weighs 0.1 kilograms and has 0.003 kilograms of protein. If John eats 0.2 kilograms a day, how "
+                "many kilograms of protein does he get per week?")
+    asks = question[question.index("how many"):]
+    assert asked_unit_change(template, template[template.index("how many"):], question, asks) is None
+    assert asked_unit_change(template, template[template.index("how many"):], question.replace("per week", "per month"),
+                             asks.replace("per week", "per month")) == "month"

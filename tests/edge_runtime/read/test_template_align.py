@@ -408,7 +408,7 @@ def test_a_unit_or_a_condition_renamed_before_the_final_question_is_no_role_trad
 
 
 def test_a_final_questions_asking_part_starts_at_its_question_word_contracted_or_not():
-    from edge_runtime.read.template_align import _asking
+    from edge_runtime.read.final_question import asking as _asking
 
     assert _asking(["if", "sally", "is", "8", ",", "what'", "the", "total", "age"]) == ["what'", "the", "total", "age"]
     assert _asking(["if", "he", "sells", "4", ",", "how", "many", "are", "left"]) == ["how", "many", "are", "left"]
@@ -447,3 +447,59 @@ def test_a_pronoun_of_the_final_question_may_become_the_name_renamed_before():
     question = ("Lucas gets 80 emails a day. 10% of those emails don't require any response. He responds to the rest "
                 "of them. How many emails does Lucas respond to in a 3 day work week?")
     assert aligned_values(template, params, question) == {"n": "80", "p": "10", "d": "3"}
+
+
+def _params(*names: str) -> tuple[Param, ...]:
+    return tuple(Param(name=n, description=n, type=int, original=1, minimum=0) for n in names)
+
+
+SHOPPING = "Tom has ${money}. He buys {n} books for ${price} each at the fair. How much money does Tom have left?"
+
+
+@pytest.mark.parametrize("final, served", [
+    ("How much money does Sam have left?", True),  # the rename the story made
+    ("How much money does Sam spend?", False),  # "have left" -> "spend": another quantity
+    ("How much money did Sam have before the fair?", False),
+    ("How much money does Sam have left in cents?", False),
+])
+def test_a_final_question_may_change_only_by_the_renames_the_story_made(final, served):
+    """A final question whose words change where the story's do not asks for something else, however much of the
+    story it keeps: held-out changed questions ("How much money does Diego spend?" of an entry that asks what is
+    left) were served 12% of the time on the aligned path, where the rule held only for templates under 30 words."""
+    question = f"Sam has $50. He buys 3 books for $7 each at the fair. {final}"
+    values = aligned_values(SHOPPING, _params("money", "n", "price"), question)
+    assert (values == {"money": "50", "n": "3", "price": "7"}) if served else values is None
+
+
+def test_a_rename_of_a_phrase_carries_into_the_final_question():
+    template = ("Stephen placed an online order for groceries. His bill came to ${bill} and the delivery fee was ${fee}. "
+                "What was the final price of Stephen's groceries?")
+    question = ("Mei placed an online order for household items. Her bill came to $40 and the delivery fee was $5. "
+                "What was the final price of Mei's household items?")
+    assert aligned_values(template, _params("bill", "fee"), question) == {"bill": "40", "fee": "5"}
+    assert aligned_values(template, _params("bill", "fee"), question.replace("household items?", "cleaning supplies?")) is None
+
+
+def test_a_name_or_thing_only_the_final_question_mentions_may_be_renamed():
+    """"Bentley" appears nowhere but in the final question, so "Diego" in its place is the same role; a pronoun may
+    become the person's name, and "its height" the thing the story named."""
+    balloons = ("The cost of filling {a} balloons was ${c}. How much did Bentley pay to fill {b} balloons if he went "
+                "after the price rise?")
+    question = ("The cost of filling 20 balloons was $200. How much did Diego pay to fill 150 balloons if Diego went "
+                "after the price rise?")
+    assert aligned_values(balloons, _params("a", "c", "b"), question) == {"a": "20", "c": "200", "b": "150"}
+    uncle = "He bought {n} apples. If he then sold them to his uncle at ${p} each, how much money did he receive?"
+    assert aligned_values(uncle, _params("n", "p"), "He bought 40 apples. If he then sold them to a neighbor at $3 each, "
+                          "how much money did he receive?") == {"n": "40", "p": "3"}
+    bamboo = ("Mrs. Jameson's bamboo grows {g} inches a day. Today, its height is {h} feet. In how many days will its "
+              "height be {f} inches?")
+    question = ("Mrs. Jameson's bamboo grows 30 inches a day. Today, its height is 20 feet. In how many days will the "
+                "bamboo's height be 600 inches?")
+    assert aligned_values(bamboo, _params("g", "h", "f"), question) == {"g": "30", "h": "20", "f": "600"}
+
+
+def test_a_unit_the_final_question_asks_in_is_not_renamed_alone():
+    template = "Each song is {m} minutes long and a playlist has {n} songs. How many minutes will {k} playlists last?"
+    question = "Each song is 3 minutes long and a playlist has 20 songs. How many hours will 5 playlists last?"
+    assert aligned_values(template, _params("m", "n", "k"), question) is None
+    assert aligned_values(template, _params("m", "n", "k"), question.replace("hours", "minutes")) is not None
