@@ -23,7 +23,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -60,6 +60,15 @@ class Extraction:
     draft_tokens: int = 0
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    #: the ``draft_check`` (the runtime's guard, on the model path) passed these very values before the pass, so
+    #: IS2's guard need not judge them again
+    guarded: bool = False
+
+
+def _guarded(extraction: Extraction, checked: dict[str, str] | None) -> Extraction:
+    """``extraction`` marked guarded when it reads the draft spans whose values ``draft_check`` passed (the guard
+    judges LM_DRAFT and LM_REREAD alike)."""
+    return replace(extraction, guarded=True) if checked is not None and extraction.spans == checked else extraction
 
 
 def _param_line(param: Param) -> str:
@@ -239,6 +248,7 @@ class Extractor:
         engine = self.engine
         assert engine is not None
         draft = self.pack.draft(entry.template, entry.params, question) if self.use_draft else None
+        checked: dict[str, str] | None = None  # the draft spans whose values draft_check passed
         if self.on_disagreement == "miss":  # decided before any pass: only the draft can be served
             if draft is None:
                 raise ExtractionError(MissReason.EXTRACTION_FAILED, "the values could not be read from the question's "
@@ -251,6 +261,7 @@ class Extractor:
                     refusal = f"the guard could not judge this question ({type(exc).__name__}: {exc})"
                 if refusal:
                     raise ExtractionError(MissReason.REASONING_CHANGED, refusal)
+                checked = {p.name: draft[p.name] for p in entry.params}
         prefix, suffix = self.prompt_parts(entry, question)
         t0 = time.perf_counter()
         state = engine.prefix_state(engine.encode(prefix))
@@ -272,7 +283,8 @@ class Extractor:
             # ("2" where the draft says "21"). Only an answer equal to the draft is agreement.
             agreed = machine.done and machine.result() == {p.name: draft[p.name] for p in entry.params}
             if agreed or (machine.done and self.on_disagreement == "decode"):
-                return self._finish(machine, ServingPath.LM_DRAFT, passes, accepted, len(draft_ids), t0, t1)
+                return _guarded(self._finish(machine, ServingPath.LM_DRAFT, passes, accepted, len(draft_ids), t0, t1),
+                                checked)
             if self.on_disagreement == "miss":
                 if (self.impossible_rereads and self._draft_near_top(slots, question, draft_ids, hidden_rows)
                         and self._draft_may_serve(entry, draft)):
@@ -280,8 +292,9 @@ class Extractor:
                         reread = self._reread(entry, question, slots, machine, state, suffix_ids, draft, draft_ids,
                                               hidden_rows, accepted, diverged)
                     if reread is not None:
-                        return self._finish_spans({p.name: draft[p.name] for p in entry.params}, ServingPath.LM_REREAD,
-                                                  passes + reread, accepted, len(draft_ids), t0, t1)
+                        return _guarded(self._finish_spans({p.name: draft[p.name] for p in entry.params},
+                                                           ServingPath.LM_REREAD, passes + reread, accepted,
+                                                           len(draft_ids), t0, t1), checked)
                 raise ExtractionError(
                     MissReason.EXTRACTION_FAILED,
                     f"the model and the aligner disagree after {accepted} of {len(draft_ids)} tokens"

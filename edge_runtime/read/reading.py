@@ -20,6 +20,7 @@ class Reading:
     similarity: float
     values: dict[str, Any] = field(default_factory=dict)
     path: ServingPath = ServingPath.TEMPLATE
+    guarded: bool = False  # the guard already passed these values on this path (the extractor's draft check)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", ServingPath(self.path))  # a reader may name its path by its text

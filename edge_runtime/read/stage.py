@@ -9,6 +9,7 @@ changed-reasoning guard before IS3 runs it. Every failure is a ``Miss``: the rea
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from edge_runtime.entries.metadata import EntryPoint
@@ -23,14 +24,20 @@ from edge_runtime.route.stage import Routes
 Guard = Callable[[EntryPoint, str, dict[str, Any], ServingPath], "str | None"]
 
 
-def draft_check(guard: Guard) -> Callable[[EntryPoint, str, dict[str, Any]], str | None]:
+@dataclass(frozen=True)
+class DraftCheck:
     """The extractor's ``draft_check``: why ``guard`` would refuse the aligner's draft on the model path (None: it
-    would serve it). The draft path and the re-read path are guarded alike."""
+    would serve it). The draft path and the re-read path are guarded alike, so a reading whose values this check
+    passed is not judged again by the same guard after IS2."""
 
-    def refusal(entry: EntryPoint, question: str, values: dict[str, Any]) -> str | None:
-        return guard(entry, question, values, ServingPath.LM_DRAFT)
+    guard: Guard
 
-    return refusal
+    def __call__(self, entry: EntryPoint, question: str, values: dict[str, Any]) -> str | None:
+        return self.guard(entry, question, values, ServingPath.LM_DRAFT)
+
+
+def draft_check(guard: Guard) -> DraftCheck:
+    return DraftCheck(guard)
 
 
 class ReadStage:
@@ -85,7 +92,8 @@ class ReadStage:
                 except ExtractionError as exc:
                     first_failure = first_failure or exc
                     continue
-                return Reading(candidate.entry_id, candidate.score, extraction.values, extraction.path)
+                return Reading(candidate.entry_id, candidate.score, extraction.values, extraction.path,
+                               guarded=extraction.guarded)
         if fast_failure is not None:  # the template matched but a value is invalid: the more useful reason
             raise fast_failure
         assert first_failure is not None
@@ -94,8 +102,9 @@ class ReadStage:
     def _guard(self, query: str, reading: Reading, timings: StageTimings) -> None:
         """The changed-reasoning guard between IS2 and IS3; a guard that cannot judge refuses (a miss is never a
         wrong answer)."""
-        if self.guard is None:
-            return
+        check = self.extractor.draft_check
+        if self.guard is None or (reading.guarded and isinstance(check, DraftCheck) and check.guard is self.guard):
+            return  # no guard, or this guard judged these very values before the model's pass
         with timings.stage("is2_ms"):
             try:
                 refusal = self.guard(self.entries[reading.entry_id], query, reading.values, reading.path)

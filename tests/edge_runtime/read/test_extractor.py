@@ -21,7 +21,7 @@ from builder.target_model import DEFAULT_RECIPE
 from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
 from edge_runtime.model.lm_engine import LMEngine
-from edge_runtime.outcome import MissReason
+from edge_runtime.outcome import MissReason, ServingPath
 from edge_runtime.read.draft import draft_values
 from edge_runtime.read.extractor import Extraction, Extractor, example_spans, prompt_parts, validate_spans
 from edge_runtime.read.json_constraint import JsonSlotsConstraint
@@ -835,3 +835,16 @@ def test_the_draft_is_not_served_when_the_swapped_repair_reads_better(engine):
     with pytest.raises(ExtractionError) as info:
         _PrefersTheSwap(engine, use_fast_path=False, impossible_rereads=2).extract(RISE, RISE_QUESTION)
     assert "disagree" in info.value.detail
+
+
+def test_values_the_draft_check_passed_are_marked_so_the_guard_is_not_asked_twice(engine):
+    """Under the miss policy the draft check (the runtime's guard) judges the draft before the pass; a model path that
+    serves the draft's values (here the re-read of an impossible reading) serves those very values, which IS2's guard
+    would judge again (about 2 ms)."""
+    asked = []
+    checked = _ScriptedReader(engine, use_fast_path=False, impossible_rereads=2,
+                              draft_check=lambda entry, question, values: asked.append(values))
+    served = checked.extract(RISE, RISE_QUESTION)
+    assert served.path is ServingPath.LM_REREAD and served.guarded and len(asked) >= 1
+    unchecked = _ScriptedReader(engine, use_fast_path=False, impossible_rereads=2).extract(RISE, RISE_QUESTION)
+    assert unchecked.values == served.values and not unchecked.guarded
