@@ -123,11 +123,11 @@ class FinalRenames:
     template pronoun, a person of the story or the name the question gave one ("take him" → "take Priya"; whose role
     it is, the guard checks) or a thing both texts name before ("its height" → "the bamboo's height"); and each of
     the template's words is kept or renamed so. A word that appears here and nowhere before ("have left" →
-    "spend", "carrots" → "vegetables", "hours" → "minutes") asks for another
-    quantity, whatever the rest of the question keeps. One exception: a name or thing that each text mentions
-    only in its final question, and the other text nowhere, may be renamed, if it is a name in both ("How much did
-    Bentley pay" → "did Diego pay") or sits in the condition before the asking words ("If he sold them to his
-    uncle" → "to a neighbor"): the asked quantity is the same. Words are compared as ``loose`` spells them."""
+    "spend", "carrots" → "vegetables", "hours" → "minutes") asks for another quantity, whatever the rest of the
+    question keeps. One exception: a name or thing that each text mentions only in its final question, and the
+    other text nowhere, may be renamed, if it is a name in both ("How much did Bentley pay" → "did Diego pay") or
+    sits in the condition before the asking words ("If he sold them to his uncle" → "to a neighbor"): the asked
+    quantity is the same. Words are compared as ``loose`` spells them."""
 
     renamed_from: dict[str, set[str]]
     story: list[str]  # the people the template names
@@ -150,6 +150,8 @@ class FinalRenames:
 
     def same_ask(self, t_words: list[str], q_words: list[str], pronoun_names: dict[str, set[str]], *,
                  condition: bool) -> bool:
+        """Whether the template's changed words ``t_words`` and the question's ``q_words`` in their place ask for the
+        same thing; ``condition``: they lie before the final question's asking words."""
         vocab = self.vocab
         frame = loose(list(vocab.question_frame), vocab)  # "how many" posed as "what is the number of"
         content_t = loose([w for w in t_words if not w.startswith(SLOT)], vocab) - frame

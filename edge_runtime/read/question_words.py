@@ -88,7 +88,7 @@ def asked_noun(clause: str) -> set[str]:
 #: "still have" for "have left"), and counting them refused 57 right answers of our rewording probes.
 ASKING_MODIFIERS = {
     **dict.fromkeys("not no never nor without".split(), "negation"),
-    **dict.fromkeys("more less fewer most least than".split(), "comparison"),
+    **dict.fromkeys("more less fewer most least than additional extra".split(), "comparison"),  # "additional": an increment
 }
 
 
