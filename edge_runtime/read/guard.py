@@ -42,7 +42,7 @@ from typing import Any
 from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.read.disclaimers import IRRELEVANCE
 from edge_runtime.read.english_words import MULTIPLIERS, plural_stem
-from edge_runtime.read.measures import asked_unit_change, unit_refusal
+from edge_runtime.read.measures import asked_unit_change, share_asked_as_count, unit_refusal
 from edge_runtime.read.mentions import STRUCTURAL, Mention, same_value, scan
 from edge_runtime.read.mentions import read_values as _read
 from edge_runtime.read.mentions import shares_value as _shares_value
@@ -379,14 +379,16 @@ class ReasoningGuard:
         # 4%, compounded quarterly?"): its words up to its first number.
         stated = self._scan(asked)
         asking_text = asked[: stated[0].start] if stated else asked
-        change = modifier_change(re.split(r"[#\d]", template_target, maxsplit=1)[0], asking_text)
+        template_asks = re.split(r"[#\d]", template_target, maxsplit=1)[0]
+        change = modifier_change(template_asks, asking_text)
         if cfg.check_modifiers and change:
             return f"the question's final question {change}, which changes what it asks for"
         # The unit it asks in: "how many *minutes*" of an entry that answers in hours (measures.asked_unit_change)
-        unit = (asked_unit_change(read.facts.literal, re.split(r"[#\d]", template_target, maxsplit=1)[0], question,
-                                  asking_text) if cfg.check_units else None)
+        unit = asked_unit_change(read.facts.literal, template_asks, question, asking_text) if cfg.check_units else None
         if unit is not None:
             return f"the question asks for its answer in {unit!r}, a unit the entry's question does not ask in"
+        if cfg.check_units and share_asked_as_count(template_asks, asking_text):
+            return "the entry's question asks for a percent, the question's for a plain number"
         # A negation anywhere else turns a statement or the question's condition into another one: "If there are
         # *not* 30 letters in the pile", "she did *not* eat 3 of them". The aligner lets function words change.
         # Not counted: a sentence that only restates another (its "not" is that one's again) and a phrase that calls
@@ -482,8 +484,8 @@ _TIMES = re.compile(r"[\s-]*(?:times|fold|x)\b", re.IGNORECASE)
 def _states_a_multiple(question: str, mention: Mention) -> bool:
     """The mention names a multiple: a multiplying word ("twice", "tripled") or a number of times ("3 times",
     "four-fold", "3x"), not a count of something ("3 years")."""
-    return (mention.text.lower().split()[-1] in MULTIPLIERS if mention.text.split() else False) or bool(
-        _TIMES.match(question, mention.end))
+    last_word = (mention.text.lower().split() or [""])[-1]
+    return last_word in MULTIPLIERS or _TIMES.match(question, mention.end) is not None
 
 
 def _best(mentions: Sequence[Mention], contexts: Sequence[Context], used: set[int], context: Context, test: Any) -> int | None:

@@ -30,7 +30,8 @@ for _name, _spellings in {
     "cup": "cup cups", "hour": "hr hrs hour hours", "minute": "min mins minute minutes",
     "second": "sec secs second seconds", "day": "day days", "week": "wk wks week weeks",
     "month": "month months", "year": "yr yrs year years", "dollar": "dollar dollars buck bucks",
-    "cent": "cent cents", "euro": "euro euros", "percent": "percent per-cent percentage percentages", "degree": "degree degrees",
+    "cent": "cent cents", "euro": "euro euros", "percent": "percent per-cent percentage percentages",
+    "degree": "degree degrees",
 }.items():
     for _spelling in _spellings.split():
         _UNITS[_spelling] = _name
@@ -81,10 +82,20 @@ def asked_unit_change(template: str, template_asks: str, question: str, question
     for unit in sorted(q_units - t_units):
         if unit in currencies and not t_units:
             continue
-        if unit not in units_named(template) and unit in units_named(before) and not (t_units - q_units) & units_named(question):
+        renamed_throughout = unit not in units_named(template) and unit in units_named(before)
+        if renamed_throughout and not (t_units - q_units) & units_named(question):
             continue
         return unit
     return None
+
+
+def share_asked_as_count(template_asks: str, question_asks: str) -> bool:
+    """The template's final question asks for a percent and the question's for a plain number ("What *number* of
+    the plants" for "What *percent* of the plants"): a share and a count are other quantities, not one unit
+    renamed, so unlike other units a percent may not be dropped."""
+    def percent(text: str) -> bool:
+        return "percent" in units_named(text) or "%" in text
+    return percent(template_asks) and not percent(question_asks)
 
 
 def counts_else(template_word: str | None, question_word: str | None, question_units: frozenset[str]) -> bool:

@@ -2,7 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from edge_runtime.read.measures import asked_unit_change, counts_else, unit_of, unit_refusal, units_named, word_after
+from edge_runtime.read.measures import (
+    asked_unit_change,
+    counts_else,
+    share_asked_as_count,
+    unit_of,
+    unit_refusal,
+    units_named,
+    word_after,
+)
 
 
 def test_spellings_of_one_unit_are_one_unit():
@@ -98,3 +106,10 @@ def test_a_unit_renamed_throughout_beside_a_rate_is_still_a_rename():
     assert asked_unit_change(template, template[template.index("how many"):], question, asks) is None
     assert asked_unit_change(template, template[template.index("how many"):], question.replace("per week", "per month"),
                              asks.replace("per week", "per month")) == "month"
+
+
+def test_a_percent_asked_as_a_plain_number_is_another_quantity():
+    assert share_asked_as_count("What percent of the plants are flowering plants?", "What number of the plants are flowering?")
+    assert share_asked_as_count("What % of the plants flower?", "How many of the plants flower?")
+    assert not share_asked_as_count("What percent of the plants flower?", "What percentage of the plants flower?")
+    assert not share_asked_as_count("How many plants flower?", "What number of the plants flower?")
