@@ -416,6 +416,12 @@ class ReasoningGuard:
             if t_noun and q_noun and not t_noun & q_noun and q_noun <= template_words:
                 return (f"the question asks for {' '.join(sorted(q_noun))!r}; the entry answers for "
                         f"{' '.join(sorted(t_noun))!r}")
+            # what the entry asks for, still named in the question but no longer asked for ("How many pounds of
+            # *vegetables*" where the story still has its carrots and the entry asks for "pounds of carrots")
+            named = {plural_stem(w) for w in WORD.findall(question.lower())} - q_noun
+            if q_noun and (kept_aside := sorted((t_noun - q_noun) & named)):
+                return (f"the question asks for {' '.join(sorted(q_noun))!r} where the entry asks for "
+                        f"{' '.join(sorted(t_noun))!r}, whose {kept_aside[0]!r} the question still names")
             if share < cfg.target_overlap and not self._similar_targets(template_target, asked):
                 return f"the question's final question ({asked!r}) differs from the entry's ({template_target!r})"
             if (traded := renamed_role_asked(read.facts.literal, question) if self.phrase_rules and cfg.check_roles else None):

@@ -876,3 +876,18 @@ def test_a_final_question_in_another_unit_is_refused_on_every_path(path):
     refusal = check(BUS, question, BUS_VALUES, path)
     assert refusal is not None and "'kilometer'" in refusal
     assert check(BUS, question.replace("kilometers", "miles"), BUS_VALUES, path) is None
+
+
+def test_a_final_question_that_asks_for_another_noun_while_the_story_keeps_the_entrys_is_refused():
+    """"How many pounds of vegetables" of an entry that asks "how many pounds of carrots", in a story that still has
+    its carrots: another quantity (a sum), not the carrots renamed; renamed throughout, it is the same question."""
+    entry = EntryPoint(
+        id="veg", description="carrots bought", root="r", answer_key="answer",
+        template="Daisy bought {o} pounds of onions and {c} pounds of carrots. How many pounds of carrots did Daisy buy?",
+        params=(Param("o", "onions", int, 2, minimum=0), Param("c", "carrots", int, 3, minimum=0)))
+    values = {"o": 2, "c": 3}
+    story = "Daisy bought 2 pounds of onions and 3 pounds of carrots. "
+    refusal = check(entry, story + "How many pounds of vegetables did she buy in all?", values, "lm-draft")
+    assert refusal is not None and "'carrot'" in refusal
+    renamed = "Daisy bought 2 pounds of onions and 3 pounds of beets. How many pounds of beets did Daisy buy?"
+    assert check(entry, renamed, values, "lm-draft") is None
