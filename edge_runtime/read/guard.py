@@ -418,7 +418,8 @@ class ReasoningGuard:
                         f"{' '.join(sorted(t_noun))!r}")
             # what the entry asks for, still named in the question but no longer asked for ("How many pounds of
             # *vegetables*" where the story still has its carrots and the entry asks for "pounds of carrots")
-            named = {plural_stem(w) for w in WORD.findall(question.lower())} - q_noun
+            named = ({plural_stem(w) for w in WORD.findall(question.lower())}
+                     - {plural_stem(w) for w in WORD.findall(asked.lower())})  # named in the story, not in the asking
             if q_noun and (kept_aside := sorted((t_noun - q_noun) & named)):
                 return (f"the question asks for {' '.join(sorted(q_noun))!r} where the entry asks for "
                         f"{' '.join(sorted(t_noun))!r}, whose {kept_aside[0]!r} the question still names")

@@ -90,6 +90,7 @@ ASKING_MODIFIERS = {
     **dict.fromkeys("not no never nor without".split(), "negation"),
     **dict.fromkeys("more less fewer most least than additional extra".split(), "comparison"),  # "additional": an increment
     **dict.fromkeys("average mean".split(), "mean"),  # "pay for each of them on average" is not the total
+    **dict.fromkeys("both altogether together combined".split(), "sum"),  # "both DVDs" is not "the first DVD"
 }
 
 

@@ -652,6 +652,7 @@ DUCKS_STATED = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast eve
     ("How much in dollars doesn't she make every day at the farmers' market?", "adds a negation"),
     ("How much additional money in dollars does she make every day at the farmers' market?", "adds a comparison"),
     ("How much in dollars does she make on average every day at the farmers' market?", "adds a mean"),
+    ("How much in dollars do she and her sister make altogether every day at the farmers' market?", "adds a sum"),
 ])
 def test_a_final_question_that_gains_an_asking_modifier_asks_for_something_else(asked, why, path):
     refusal = check(DUCKS, DUCKS_STATED + asked, DUCK_VALUES, path)
