@@ -167,8 +167,13 @@ class Mention:
 
     def literal_values(self) -> list[tuple[float, str]]:
         """(literal value, form) pairs a program may write for this mention: ``value`` (the number
-        itself), ``percent`` ("25%" as 0.25) or ``complement`` ("30% off" as 0.7)."""
+        itself), ``percent`` ("25%" as 0.25), ``complement`` ("30% off" as 0.7), or, for the numerator of a
+        fraction the question states, ``fraction`` (the 3 of "3/5" written 0.6: the whole fraction is the slot)."""
         pairs = [(float(self.value), "value")]
+        if self.kind == "digits" and self.stated is not None and self.start == self.stated[0] < self.end < self.stated[1]:
+            denominator = float(self.value) / self.stated[2] if self.stated[2] else 0.0
+            if denominator > 1 and denominator.is_integer():  # the 3 of "3/5", which a program may write as 0.6
+                pairs.append((self.stated[2], "fraction"))
         if self.percent:
             pairs.append((float(self.value) / 100, "percent"))
             pairs.append((1 - float(self.value) / 100, "complement"))

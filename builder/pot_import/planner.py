@@ -263,7 +263,12 @@ def _params_of(question: str, program: PalProgram, restored: dict[int, Any], ass
             continue
         mention, form = assigned[lit.id]
         reading: str | None = None
-        if not mention.parameterisable:
+        if form == "fraction" and mention.stated is not None:  # "3/5" written 0.6: the whole fraction is the slot
+            start, end, whole = mention.stated
+            mention = Mention(mention.index, start, end, question[start:end], whole, "structural", mention.percent,
+                              mention.money, (), mention.stated)
+            form, reading = "value", "fraction"
+        elif not mention.parameterisable:
             structural = _structural_slot(question, mention, float(value)) if structural_words else None
             if structural is None:
                 constants.append(f"{shown} (the question's word {mention.text!r}: cannot be re-rendered as digits)")

@@ -320,7 +320,7 @@ def _function_text(t: Transcript, program: PalProgram, plan: Plan) -> str:
     return ast.unparse(function)
 
 
-_READ_AS = {"reciprocal": ", read as its reciprocal", "multiple": ", read as a multiple"}
+_READ_AS = {"reciprocal": ", read as its reciprocal", "multiple": ", read as a multiple", "fraction": ", read as a fraction"}
 
 
 def _module_docstring(t: Transcript, program: PalProgram, plan: Plan) -> str:

@@ -18,7 +18,7 @@ from edge_runtime.errors import DefinitionError, ParameterValidationError
 #: Types a parameter may declare, by the name stored in manifests.
 PARAM_TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool, "fraction": Fraction}
 #: How a question may state a parameter's value (``Param.reading``).
-READINGS = (None, "reciprocal", "multiple")
+READINGS = (None, "reciprocal", "multiple", "fraction")
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,8 @@ class Param:
     unit: str | None = None
     #: How the question states the value: None, the number as written; "reciprocal", one over it (the
     #: question says "half" where the reasoning divides by 2, "one third" where it divides by 3); "multiple", as a
-    #: multiple ("tripled", "twice", "4 times"), never as a count of something ("3 years" does not state it).
+    #: multiple ("tripled", "twice", "4 times"), never as a count of something ("3 years" does not state it);
+    #: "fraction", as a fraction ("3/5" for 0.6).
     reading: str | None = None
 
     def __post_init__(self) -> None:
@@ -96,6 +97,9 @@ class Param:
         if self.reading == "reciprocal":
             number = Fraction(value).limit_denominator(1000) if value else Fraction(0)
             return format_value(1 / number if number else 0)
+        if self.reading == "fraction":
+            near = Fraction(value).limit_denominator(100)
+            return f"{near.numerator}/{near.denominator}" if near.denominator > 1 else str(near.numerator)
         if isinstance(value, float) and not value.is_integer():
             near = Fraction(value).limit_denominator(12)
             if near.denominator > 1 and abs(float(near) - value) < 1e-12 and len(repr(value)) > 8:

@@ -383,6 +383,12 @@ class ReasoningGuard:
         change = modifier_change(template_asks, asking_text)
         if cfg.check_modifiers and change:
             return f"the question's final question {change}, which changes what it asks for"
+        # The things it asks about by a one-letter name ("exit *B*", "Movie *B*", "Districts B and C"): content words
+        # are longer, so another label passes every overlap; a rewording keeps the labels of what it asks for
+        t_labels, q_labels = _LABEL.findall(template_target), _LABEL.findall(asked)
+        if cfg.check_roles and set(t_labels) != set(q_labels):
+            return (f"the question's final question asks about {', '.join(q_labels) or 'no label'}, the entry's about "
+                    f"{', '.join(t_labels) or 'no label'}")
         # The unit it asks in: "how many *minutes*" of an entry that answers in hours (measures.asked_unit_change)
         unit = asked_unit_change(read.facts.literal, template_asks, question, asking_text) if cfg.check_units else None
         if unit is not None:
@@ -485,6 +491,8 @@ def _counts_a_counted_thing(question: str, index: int, mentions: Sequence[Mentio
     return plural_stem(thing[1]) in counted
 
 
+#: A one-letter name inside a final question ("exit B", "Movie A"); not "I", and not a sentence's first word.
+_LABEL = re.compile(r"(?<=[\w,] )(?!I\b)[A-Z]\b")
 _TIMES = re.compile(r"[\s-]*(?:times|fold|x)\b", re.IGNORECASE)
 
 

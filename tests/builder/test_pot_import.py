@@ -942,3 +942,21 @@ def test_cents_a_program_writes_in_dollars_follow_the_stated_cents(importer):
     entry, compiled = accepted_entry(importer, t)
     assert "5 cents" not in entry.template and "15 cents" not in entry.template, entry.template
     assert answer(entry, compiled, q.replace("5 cents to mail", "8 cents to mail")) == pytest.approx(101)
+
+
+def test_a_fraction_a_program_writes_as_a_decimal_is_one_parameter(importer):
+    """GSM8K 239: "3/5 of the remaining" is ``* 0.6``. No mention is 0.6, so the literal stayed a constant and every
+    variant with another fraction was refused. The whole fraction is the slot, read and written as a fraction."""
+    q = ("The number of students in a school hall was 1000. If after a meeting 30% of the students went out through "
+         "exit A, 3/5 of the remaining went out through exit B, and the rest went out through exit C, calculate the "
+         "number of students who went out through exit C.")
+    t = transcript(q, """
+        students = 1000
+        out_a = students * 0.3
+        out_b = (students - out_a) * 0.6
+        return students - out_a - out_b
+    """, 280)
+    entry, compiled = accepted_entry(importer, t)
+    assert "3/5" not in entry.template and [p.reading for p in entry.params if p.original == 0.6] == ["fraction"]
+    assert answer(entry, compiled, q.replace("3/5", "1/2")) == 350
+    assert answer(entry, compiled, q.replace("3/5", "2/7")) == pytest.approx(500)

@@ -892,3 +892,20 @@ def test_a_final_question_that_asks_for_another_noun_while_the_story_keeps_the_e
     assert refusal is not None and "'carrot'" in refusal
     renamed = "Daisy bought 2 pounds of onions and 3 pounds of beets. How many pounds of beets did Daisy buy?"
     assert check(entry, renamed, values, "lm-draft") is None
+
+
+@pytest.mark.parametrize("path", ["aligned", "lm-draft"])
+def test_a_final_question_about_another_lettered_thing_is_refused(path):
+    """"exit B" for "exit C": one-letter names are shorter than any content word the overlap checks compare."""
+    entry = EntryPoint(
+        id="exits", description="students through exit C", root="r", answer_key="answer",
+        template=("{n} students were in the hall. {a} went out through exit A, {b} through exit B and the rest through exit "
+                  "C. How many students went out through exit C?"),
+        params=(Param("n", "students", int, 100, minimum=0), Param("a", "exit A", int, 30, minimum=0),
+                Param("b", "exit B", int, 20, minimum=0)))
+    values = {"n": 100, "a": 30, "b": 20}
+    story = "100 students were in the hall. 30 went out through exit A, 20 through exit B and the rest through exit C. "
+    assert check(entry, story + "How many students went out through exit C?", values, path) is None
+    for asked in ("How many students went out through exit B?", "How many students went out through exits B and C?"):
+        refusal = check(entry, story + asked, values, path)
+        assert refusal is not None and "entry's about C" in refusal
