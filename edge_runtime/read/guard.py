@@ -41,7 +41,7 @@ from typing import Any
 
 from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.read.disclaimers import IRRELEVANCE
-from edge_runtime.read.english_words import MULTIPLIERS, plural_stem
+from edge_runtime.read.english_words import plural_stem
 from edge_runtime.read.measures import asked_unit_change, share_asked_as_count, unit_refusal
 from edge_runtime.read.mentions import STRUCTURAL, Mention, same_value, scan
 from edge_runtime.read.mentions import read_values as _read
@@ -60,6 +60,7 @@ from edge_runtime.read.question_words import (
 )
 from edge_runtime.read.restatement import remove_numbers as _remove_numbers
 from edge_runtime.read.restatement import restated as _restated
+from edge_runtime.read.stated_numbers import counts_a_counted_thing, states_a_multiple
 from edge_runtime.read.template_align import renamed_role_asked
 from edge_runtime.read.template_facts import PARTS as _PARTS
 from edge_runtime.read.template_facts import Context, TemplateFacts, template_facts
@@ -213,7 +214,7 @@ class ReasoningGuard:
             index = None
             if reading == "multiple":  # "3 years ... tripled": the multiple, whichever comes first
                 index = _best(mentions, contexts, used, slot,
-                              lambda m: same_value(m.values[0], stated) and _states_a_multiple(question, m))
+                              lambda m: same_value(m.values[0], stated) and states_a_multiple(question, m))
             if index is None:
                 index = _best(mentions, contexts, used, slot, lambda m: same_value(m.values[0], stated))
             if index is None:
@@ -282,7 +283,7 @@ class ReasoningGuard:
                         "plain number")
         # 1a''. a multiple stays a multiple: the "tripled" of "{r} in a year" is not stated by "after 3 years"
         for name, index in bound.items() if cfg.check_values else ():
-            if readings.get(name) == "multiple" and not _states_a_multiple(question, mentions[index]):
+            if readings.get(name) == "multiple" and not states_a_multiple(question, mentions[index]):
                 return (f"the entry reads {name!r} as a multiple, but the question states {mentions[index].text!r} as "
                         "a count")
         # 1a'. (a reworded question) a slot's number left unstated in its place: "combine a certain mL of one
@@ -345,7 +346,7 @@ class ReasoningGuard:
         added = []
         spans = sentences(question)
         for i, mention in enumerate(mentions):
-            if i in used or (mention.weak and not cfg.weak_numbers and not _counts_a_counted_thing(question, i, mentions)):
+            if i in used or (mention.weak and not cfg.weak_numbers and not counts_a_counted_thing(question, i, mentions)):
                 continue
             span = next(((s, e) for s, e in spans if s <= mention.start < e), (0, len(question)))
             restated = _restated(question, mentions, used, i, span, spans) if self.phrase_rules else None
@@ -467,40 +468,8 @@ class _Read:
     stated_words: list[str] = field(default_factory=list)  # fraction words a bound fraction states ("thirds")
     restating: list[tuple[int, int]] = field(default_factory=list)  # sentences that only restate a bound number
 
-_NEXT_WORD = re.compile(r"[\s-]+([a-z]+)")
-
-
-_CLAUSE_END = re.compile(r"[,;.?!]")
-
-
-def _counts_a_counted_thing(question: str, index: int, mentions: Sequence[Mention]) -> bool:
-    """A weak number ("one") before a thing the question counts with another number: "25 fries ... the squirrel
-    dropped one fry" states a quantity of the story, unlike "one of them", "each one" or "one day" in a question
-    that counts no days. The thing is the word right after each number, plurals folded. A "one" in a clause that
-    states another number is the unit of a rate ("one sticker costs $0.75", "one box holds 12 eggs"), not a count."""
-    mention, low = mentions[index], question.lower()
-    thing = _NEXT_WORD.match(low, mention.end)
-    if thing is None:
-        return False
-    start = max((m.end() for m in _CLAUSE_END.finditer(question, 0, mention.start)), default=0)
-    end = next((m.start() for m in _CLAUSE_END.finditer(question, mention.end)), len(question))
-    if any(start <= other.start < end for j, other in enumerate(mentions) if j != index):
-        return False
-    counted = {plural_stem(m[1]) for j, other in enumerate(mentions) if j != index and not other.weak
-               if (m := _NEXT_WORD.match(low, other.end))}
-    return plural_stem(thing[1]) in counted
-
-
 #: A one-letter name inside a final question ("exit B", "Movie A"); not "I", and not a sentence's first word.
 _LABEL = re.compile(r"(?<=[\w,] )(?!I\b)[A-Z]\b")
-_TIMES = re.compile(r"[\s-]*(?:times|fold|x)\b", re.IGNORECASE)
-
-
-def _states_a_multiple(question: str, mention: Mention) -> bool:
-    """The mention names a multiple: a multiplying word ("twice", "tripled") or a number of times ("3 times",
-    "four-fold", "3x"), not a count of something ("3 years")."""
-    last_word = (mention.text.lower().split() or [""])[-1]
-    return last_word in MULTIPLIERS or _TIMES.match(question, mention.end) is not None
 
 
 def _best(mentions: Sequence[Mention], contexts: Sequence[Context], used: set[int], context: Context, test: Any) -> int | None:
