@@ -5,7 +5,7 @@ evidence than the stock model's; whether it may serve by default is decided by w
 cache must miss. For each reader (the stock artefact the bundle names, and each ``--reader DIR``), in its own
 process, every row of ``--queries`` that must not be served (``reasoning_changed`` or unrelated) is answered
 in-process through ``--bundle`` (IS1-IS4, guard on; ``benchmarks/extraction.bundle_accuracy``), and the served
-ones are counted per kind and half (``x_half`` of the template probes).
+ones are counted per kind and half (the template probes' ``half``).
 
     .venv/bin/python benchmarks/reader_safety.py --bundle B.arcb --queries build/s45/probes.jsonl \\
         --queries build/s45g/sets/gsm_plus_dev.jsonl --queries build/s45g/sets/gsm8k_unrelated.jsonl \\

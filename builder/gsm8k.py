@@ -171,8 +171,8 @@ class Mention:
         fraction the question states, ``fraction`` (the 3 of "3/5" written 0.6: the whole fraction is the slot)."""
         pairs = [(float(self.value), "value")]
         if self.kind == "digits" and self.stated is not None and self.start == self.stated[0] < self.end < self.stated[1]:
-            denominator = float(self.value) / self.stated[2] if self.stated[2] else 0.0
-            if denominator > 1 and denominator.is_integer():  # the 3 of "3/5", which a program may write as 0.6
+            denominator = round(float(self.value) / self.stated[2]) if self.stated[2] else 0
+            if denominator > 1 and abs(float(self.value) / denominator - self.stated[2]) < 1e-9:  # the 3 of "3/5"
                 pairs.append((self.stated[2], "fraction"))
         if self.percent:
             pairs.append((float(self.value) / 100, "percent"))

@@ -184,8 +184,10 @@ def lifted_form(value: float, mention: Mention, question: str, question_units: s
     if unit is None or not mention.parameterisable or float(mention.value) == 0:
         return None
     around = question_units | {unit_word(w) for name in literal.names for w in name.lower().split("_")}
-    if unit == "cent" and _ASKS_MONEY.search(question):
-        around = around | {"dollar"}  # "costs 5 cents ... how much does he spend": an amount asked in dollars
+    asked_in_dollars = (unit == "cent" and "dollar" not in around
+                        and _ASKS_MONEY.search(re.split(r"(?<=[.!])\s+", question)[-1]) is not None)
+    if asked_in_dollars:  # "costs 5 cents ... how much does he spend": an amount asked in dollars, 5 cents as 0.05
+        return "div:100" if close_to(value, float(mention.value) / 100) else None
     m = float(mention.value)
     for small, big, factor in _UNIT_LIFTS:
         if unit == big and small in around and close_to(value, m * factor):

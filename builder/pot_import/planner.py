@@ -288,6 +288,10 @@ def _params_of(question: str, program: PalProgram, restored: dict[int, Any], ass
         plan = by_mention.pop(index)
         params.remove(plan)
         constants.append(f"{plan.mention.text!r} (read both as a number and as its reciprocal: kept constant)")
+    for plan in [p for p in params if p.reading == "fraction"]:  # "3/5" as one slot, and its 5 read by another literal
+        if any(o is not plan and plan.mention.start <= o.mention.start < plan.mention.end for o in params):
+            params.remove(plan)
+            constants.append(f"{plan.mention.text!r} (a fraction one of whose numbers another literal reads: kept constant)")
     return params, constants, unexplained
 
 

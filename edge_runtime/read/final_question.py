@@ -73,8 +73,16 @@ def content(words: list[str], vocab: AlignWords) -> tuple[str, ...]:
 
 
 def loose(words: list[str], vocab: AlignWords) -> set[str]:
-    """The content words of a phrase, each without a final "e" (see ``_without_e``)."""
+    """The content words of a phrase, each without a final "e" (see ``without_e``)."""
     return {without_e(w) for w in content(words, vocab)}
+
+
+def _after_determiner(words: set[str], stretch: list[str], vocab: AlignWords) -> bool:
+    """Each of ``words`` (loose spellings) follows a determiner in ``stretch`` ("his uncle", "a neighbor")."""
+    spelled = [without_e(vocab.norm(w)) for w in stretch]
+    determiners = {vocab.norm(d) for d in vocab.determiners}
+    return all(any(spelled[i] == w and vocab.norm(stretch[i - 1]) in determiners for i in range(1, len(stretch)))
+               for w in words)
 
 
 def without_e(stem: str) -> str:
@@ -121,13 +129,15 @@ class FinalRenames:
     renamed it: each of the question's words is the template's, a word a rename before put in place of one of the
     template's words here ("groceries → household items", then "the price of Stephen's household items"), or, for a
     template pronoun, a person of the story or the name the question gave one ("take him" → "take Priya"; whose role
-    it is, the guard checks) or a thing both texts name before ("its height" → "the bamboo's height"); and each of
-    the template's words is kept or renamed so. A word that appears here and nowhere before ("have left" →
+    it is, the guard checks); and each of the template's words is kept or renamed so. (A thing of the story for
+    "its" was allowed once, "its height" → "the bamboo's height", and dropped: "its price" → "the helmet's price"
+    asks about another thing the story names.) A word that appears here and nowhere before ("have left" →
     "spend", "carrots" → "vegetables", "hours" → "minutes") asks for another quantity, whatever the rest of the
     question keeps. One exception: a name or thing that each text mentions only in its final question, and the
     other text nowhere, may be renamed, if it is a name in both ("How much did Bentley pay" → "did Diego pay") or
-    sits in the condition before the asking words ("If he sold them to his uncle" → "to a neighbor"): the asked
-    quantity is the same. Words are compared as ``loose`` spells them."""
+    sits in the condition before the asking words, named with a determiner ("If he sold them to his uncle" → "to a
+    neighbor"; not a verb: "gives" → "receives"): the asked quantity is the same. Words are compared as ``loose``
+    spells them."""
 
     renamed_from: dict[str, set[str]]
     story: list[str]  # the people the template names
@@ -159,16 +169,17 @@ class FinalRenames:
         pronoun_here = any(w in {vocab.norm(p) for p in vocab.pronouns | vocab.referring} for w in t_words)
         once_t = {w for w in content_t if w not in self.t_before and w not in self.q_all}
         once_q = {w for w in content_q if w not in self.q_before and w not in self.t_all and w not in self.renamed_from}
-        if condition:
-            one_off = bool(once_t) and bool(once_q)
+        names = bool(once_t) and once_t <= set(self.story) and bool(once_q) and once_q <= self.q_people
+        if condition:  # a name, or a thing named with a determiner ("to his uncle" → "to a neighbor"); not a verb
+            one_off = names or (bool(once_t) and bool(once_q) and _after_determiner(once_t, t_words, vocab)
+                                and _after_determiner(once_q, q_words, vocab))
         else:
-            one_off = bool(once_t) and once_t <= set(self.story) and bool(once_q) and once_q <= self.q_people
+            one_off = names
 
         def explained(word: str) -> bool:
             sources = self.renamed_from.get(word, set())
             return (word in content_t or bool(sources & content_t) or one_off and word in once_q
                     or pronoun_here and (word in self.story or word in self.q_people or bool(sources & set(self.story))
-                                         or word in self.t_before and word in self.q_before
                                          or names_the_pronoun(word, t_words, pronoun_names, self.story, vocab)))
 
         kept = content_q | {t for w in content_q for t in self.renamed_from.get(w, ())} | (once_t if one_off else set())

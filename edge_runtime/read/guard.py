@@ -391,6 +391,8 @@ class ReasoningGuard:
             return (f"the question's final question asks about {', '.join(q_labels) or 'no label'}, the entry's about "
                     f"{', '.join(t_labels) or 'no label'}")
         # The unit it asks in: "how many *minutes*" of an entry that answers in hours (measures.asked_unit_change)
+        # (up to the first given, as the template's asks: a unit asked after a given, "how much do 5 pens cost, in
+        # cents", is not seen here; the template's final question is cut at its first slot the same way)
         unit = asked_unit_change(read.facts.literal, template_asks, question, asking_text) if cfg.check_units else None
         if unit is not None:
             return f"the question asks for its answer in {unit!r}, a unit the entry's question does not ask in"
@@ -469,7 +471,7 @@ class _Read:
     restating: list[tuple[int, int]] = field(default_factory=list)  # sentences that only restate a bound number
 
 #: A one-letter name inside a final question ("exit B", "Movie A"); not "I", and not a sentence's first word.
-_LABEL = re.compile(r"(?<=[\w,] )(?!I\b)[A-Z]\b")
+_LABEL = re.compile(r"(?<=[\w,] )(?!I\b)[A-Z](?![\w'’-]|\.\w)")  # not "T-shirts", not "U.S."
 
 
 def _best(mentions: Sequence[Mention], contexts: Sequence[Context], used: set[int], context: Context, test: Any) -> int | None:

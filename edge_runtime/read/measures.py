@@ -72,10 +72,11 @@ def asked_unit_change(template: str, template_asks: str, question: str, question
     """The unit the question's final question asks in that the template's does not, or None. "How many *minutes*
     will the playlists last" of an entry that answers in hours, "how much change, *in cents*", "what *percent* of
     the pieces" of one that counts pieces: the entry's answer would come in the wrong unit. Allowed: the currency
-    the template writes its amounts in, asked by name where the template asks "how much money" ("how many
-    dollars"); and a unit renamed throughout, which the question names before its final question, the template
-    nowhere, and whose place the template's asked unit left ("a 125 oz bag ... how many oz" for "a {w}g bag ...
-    how many grams"). A unit the template asks in and the question does not name ("how long") is not refused."""
+    the template writes its amounts in, asked by name where the template's final question names no unit ("how
+    much money" → "how many dollars"); and a unit renamed throughout, which the question names before its final
+    question, the template nowhere, and whose place the template's asked unit left ("a 125 oz bag ... how many oz"
+    for "a {w}g bag ... how many grams"). A unit the template asks in and the question does not name ("how long")
+    is not refused."""
     t_units, q_units = units_named(template_asks), units_named(question_asks)
     currencies = {CURRENCY_UNITS[c] for c in template if c in CURRENCY_UNITS} | (units_named(template) & {"dollar", "euro"})
     before = question[: question.rfind(question_asks)] if question_asks in question else question

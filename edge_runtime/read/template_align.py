@@ -15,9 +15,9 @@ match and stretches that differ. The path reads values only where that is unambi
 - two template words may not trade places: "10 dollar pencils ... 4 pens" for "10 dollar pens
   ... 4 pencils" swaps the roles of the values;
 - the final question (what the reasoning answers) may not put a word of the rest of the template
-  in place of its own ("how many pencils" where it asked for pens); in a short template (an
-  agent's instruction, under 30 words) it may change a word only where the question renames it
-  throughout: "convert to kelvin" → "convert to fahrenheit" is another question;
+  in place of its own ("how many pencils" where it asked for pens), and may change a word only as
+  the rest of the question renamed it (final_question.FinalRenames): "convert to kelvin" → "convert
+  to fahrenheit", "have left" → "spend" ask for something else;
 - a differing stretch with slots must hold exactly as many numbers as it has numeric slots
   (and the named option of each choice slot), which it takes in order; no other quantity, and
   no value that becomes a share of something ("1 mile" → "1/3 of the total distance");
@@ -87,6 +87,7 @@ class AlignWords:
     pronouns: frozenset[str] = frozenset()
     #: words that point back at a person or thing named before ("its height" → "the bamboo's height" names it)
     referring: frozenset[str] = frozenset()
+    determiners: frozenset[str] = frozenset()  # words that name a thing after them ("his uncle", "a neighbor")
     people: Callable[[str], list[str]] = lambda text: []
     number_spans: Callable[[str], list[str]] = _digit_spans  # the number-like spans of a text, in order
     #: whether a word outside the slots may be renamed ("Benny" → "Michael"): only with words to tell a rename from a

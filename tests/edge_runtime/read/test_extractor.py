@@ -848,3 +848,25 @@ def test_values_the_draft_check_passed_are_marked_so_the_guard_is_not_asked_twic
     assert served.path is ServingPath.LM_REREAD and served.guarded and len(asked) >= 1
     unchecked = _ScriptedReader(engine, use_fast_path=False, impossible_rereads=2).extract(RISE, RISE_QUESTION)
     assert unchecked.values == served.values and not unchecked.guarded
+
+
+def test_is2_skips_the_guard_only_for_values_its_own_guard_passed():
+    """ReadStage does not judge a reading again when the extractor's draft check, built from the same guard, passed
+    those values; a draft check of another guard (or none) does not count."""
+    from edge_runtime.outcome import StageTimings
+    from edge_runtime.read.reading import Reading
+    from edge_runtime.read.stage import DraftCheck, ReadStage
+
+    asked = []
+
+    def guard(entry, question, values, path):
+        asked.append(path)
+        return None
+
+    reading = Reading("rise", 1.0, {"price": 120.0, "years": 3}, ServingPath.LM_DRAFT, guarded=True)
+    same = ReadStage({"rise": RISE}, Extractor(None, draft_check=DraftCheck(guard)), guard, model_attempts=1)
+    same._guard(RISE_QUESTION, reading, StageTimings())
+    assert asked == []
+    other = ReadStage({"rise": RISE}, Extractor(None, draft_check=DraftCheck(lambda *a: None)), guard, model_attempts=1)
+    other._guard(RISE_QUESTION, reading, StageTimings())
+    assert asked == [ServingPath.LM_DRAFT]
