@@ -1,0 +1,29 @@
+"""How a number is stated: a multiple, or a count of a thing the question counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from edge_runtime.read.mentions import scan
+from edge_runtime.read.stated_numbers import counts_a_counted_thing, states_a_multiple
+
+
+@pytest.mark.parametrize(("text", "multiple"), [
+    ("the sum tripled in a year", True), ("it grew 3 times in a year", True), ("3 times as many pens", True),
+    ("a four-fold rise", True), ("after 3 years", False),
+    # a frequency is a number of times too: "3 times a week" restates the "twice a week" of an entry
+    ("she runs 3 times a week", True),
+])
+def test_a_multiple_is_a_multiplying_word_or_a_number_of_times_not_a_count(text, multiple):
+    assert states_a_multiple(text, scan(text)[0]) is multiple
+
+
+def test_one_before_a_thing_the_question_counts_is_a_quantity():
+    question = "Dave bought 25 fries. A squirrel dropped one fry. How many fries are left?"
+    mentions = scan(question)
+    one = next(i for i, m in enumerate(mentions) if m.text == "one")
+    assert counts_a_counted_thing(question, one, mentions)
+    rate = "Stickers come in packs of 25. One sticker costs $0.75. How much do 4 packs cost?"
+    mentions = scan(rate)
+    one = next(i for i, m in enumerate(mentions) if m.text.lower() == "one")
+    assert not counts_a_counted_thing(rate, one, mentions)
