@@ -26,7 +26,7 @@ from edge_runtime.outcome import STAGES, StageTimings
 from edge_runtime.read.extractor import Extractor
 from edge_runtime.read.packs import load_pack
 from edge_runtime.read.packs.base import ReadingPack
-from edge_runtime.read.stage import Guard, ReadStage, draft_check
+from edge_runtime.read.stage import DraftCheck, Guard, ReadStage
 from edge_runtime.route.stage import Router, RouteStage
 
 
@@ -68,7 +68,7 @@ class Pipeline:
         guard = pack.make_guard(getattr(router, "embedder", None)) if o.guard else None
         extractor = Extractor(engine, on_disagreement=o.on_disagreement, use_alignment=o.use_alignment,
                               use_draft=o.use_draft, impossible_rereads=o.impossible_rereads if guard else None,
-                              draft_check=draft_check(guard) if guard else None, reading=pack)
+                              draft_check=DraftCheck(guard) if guard else None, reading=pack)
         return cls(name=name, version=version, digest=digest, entries=entries, modules=modules, router=router,
                    threshold=threshold, extractor=extractor, executor=executor, guard=guard,
                    verification=verification, options=o, verified_scope=verified_scope, verified_only=verified_only)

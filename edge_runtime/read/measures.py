@@ -78,12 +78,13 @@ def asked_unit_change(template: str, template_asks: str, question: str, question
     for "a {w}g bag ... how many grams"). A unit the template asks in and the question does not name ("how long")
     is not refused."""
     t_units, q_units = units_named(template_asks), units_named(question_asks)
-    currencies = {CURRENCY_UNITS[c] for c in template if c in CURRENCY_UNITS} | (units_named(template) & {"dollar", "euro"})
+    template_units = units_named(template)
+    currencies = {CURRENCY_UNITS[c] for c in template if c in CURRENCY_UNITS} | (template_units & {"dollar", "euro"})
     before = question[: question.rfind(question_asks)] if question_asks in question else question
     for unit in sorted(q_units - t_units):
         if unit in currencies and not t_units:
             continue
-        renamed_throughout = unit not in units_named(template) and unit in units_named(before)
+        renamed_throughout = unit not in template_units and unit in units_named(before)
         if renamed_throughout and not (t_units - q_units) & units_named(question):
             continue
         return unit

@@ -36,10 +36,6 @@ class DraftCheck:
         return self.guard(entry, question, values, ServingPath.LM_DRAFT)
 
 
-def draft_check(guard: Guard) -> DraftCheck:
-    return DraftCheck(guard)
-
-
 class ReadStage:
     """IS2 for one bundle: its extractor and its guard."""
 

@@ -240,8 +240,9 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     pronoun_names: dict[str, set[str]] = {}  # a template pronoun -> the names the question puts in its place before
     target_start = fq.target_start(t_tokens)
     template_words = {w for w in t_norm if w.isalpha() and w not in vocab.common}
-    in_target: list[tuple[list[str], list[str]]] = []  # changed words of the final question (template, question)
-    in_condition: list[bool] = []  # each of those stretches lies in a condition before the asking words ("If he ...,")
+    # changed words of the final question (template, question), and whether the stretch lies in a condition before
+    # the asking words ("If he ...,")
+    in_target: list[tuple[list[str], list[str], bool]] = []
     final = t_norm[target_start:]
     asking_start = target_start + len(final) - len(fq.asking(final))
     phrases_before: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()  # (template phrase, question's), before the target
@@ -282,8 +283,7 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
             if sum(vocab.norm(w) in vocab.time_units for w in words) != sum(vocab.norm(w) in vocab.time_units for w in q_words):
                 return None  # a unit of time added or dropped: "after an hour" states a quantity
             if i2 > target_start:
-                in_target.append(([vocab.norm(w) for w in words], [vocab.norm(w) for w in q_words]))
-                in_condition.append(i2 <= asking_start)
+                in_target.append(([vocab.norm(w) for w in words], [vocab.norm(w) for w in q_words], i2 <= asking_start))
             continue
         fraction = any(a.startswith(fq.SLOT) and mid == "/" and b.startswith(fq.SLOT)
                        for a, mid, b in zip(stretch, stretch[1:], stretch[2:]))  # "{a}/{b}"
@@ -294,8 +294,8 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
             return None  # "2 miles" → "1/3 of the total distance": a share of another quantity, not the value
         if i2 > target_start:
             taken = {t for span in read.values() for t, _, _ in _tokens(span, vocab)}
-            in_target.append(([vocab.norm(w) for w in words], [vocab.norm(w) for w in q_words if w not in taken]))
-            in_condition.append(i2 <= asking_start)
+            in_target.append(([vocab.norm(w) for w in words], [vocab.norm(w) for w in q_words if w not in taken],
+                              i2 <= asking_start))
         for name, span in read.items():
             if values.setdefault(name, span) != span:
                 return None  # a repeated slot reads two different values
@@ -320,7 +320,7 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         elsewhere -= renamed_away
     renames = fq.FinalRenames.of(renamed_from, story or [], vocab.people(question), t_norm, target_start, q_norm_all,
                                  len(q_norm_all) - len(q_final), vocab)
-    for t_words, q_words in in_target:
+    for t_words, q_words, _ in in_target:
         if any(w in elsewhere and w not in t_words and not fq.renamed_consistently(w, phrases_before, phrases_target)
                and not fq.names_the_pronoun(w, t_words, pronoun_names, story or [], vocab) for w in q_words):
             return None  # the final question asks for a quantity the template gives another role
@@ -330,7 +330,7 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     # each stretch that changes words for words is judged alone (two that trade words are a swap); words only
     # dropped or only added are judged together, as an alignment may split one rename into a deletion and an insertion
     one_sided: list[tuple[list[str], list[str], bool]] = []
-    for (t_words, q_words), condition in zip(in_target, in_condition):
+    for t_words, q_words, condition in in_target:
         if fq.content(t_words, vocab) and fq.content(q_words, vocab):
             if not renames.same_ask(t_words, q_words, pronoun_names, condition=condition):
                 return None  # the final question asks for something else
