@@ -327,7 +327,8 @@ def _module_docstring(t: Transcript, program: PalProgram, plan: Plan) -> str:
     """Where the entry came from, the verbatim question and gold answer, and what the plan decided."""
     notes = [
         f"Entry {t.entry_id}: compiled offline from a Program-of-Thought transcript (row {t.row}"
-        f"{', joined ' + t.join if t.join != 'exact' else ''}).",
+        f"{', joined ' + t.join if t.join != 'exact' else ''})"
+        + (f", the {t.program_source} program for its question in place of the row's own." if t.program_source else "."),
         "",
         "Original question:",
         *_wrap(t.question),

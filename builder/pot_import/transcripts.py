@@ -55,6 +55,9 @@ class Transcript:
     #: Programs written by someone else for the same question (builder.independent): the entry is
     #: verified only where it agrees with one of them on rendered variants.
     independent: tuple[IndependentProgram, ...] = ()
+    #: Where ``code`` came from when it is not the transcript file's own program: the independent source whose
+    #: program the importer tried in its place (:meth:`Importer.import_one`).
+    program_source: str = ""
 
     @property
     def entry_id(self) -> str:

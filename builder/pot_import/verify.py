@@ -8,6 +8,7 @@ template, read back, run compiled, compared with the original program) and the i
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import math
 import random
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from builder.gsm8k import Mention, is_close, replaced_numbers, words_after
+from builder.independent import IndependentProgram
 from builder.independent_check import Disagreement, bind, check
 from builder.pot_groups import GenerationFailed, GroupPolicy, PotGroup, Validation
 from builder.pot_import.matching import MEASURES, sanitise, unit_word
@@ -27,6 +29,8 @@ from builder.pot_import.planner import plan_parameters
 from builder.pot_import.program import PalProgram, RunTimeout, deadline
 from builder.pot_import.render import normalised, render_source
 from builder.pot_import.transcripts import Rejected, Transcript
+from builder.worked_solution import WORKED_SOLUTION
+from edge_runtime.answer.verification import VerificationStatus
 from edge_runtime.entries.metadata import format_value
 from edge_runtime.errors import ArcError, CompileError, DefinitionError, ExtractionError, UnsafeCodeError
 from edge_runtime.route.embedder import Embedder
@@ -356,6 +360,30 @@ class Importer:
 
     # -- one transcript --------------------------------------------------------------------
     def import_one(self, t: Transcript) -> ImportResult:
+        """The transcript's own program as an entry; where that program cannot be trusted with every number the
+        question states (a parameter kept constant or held fixed, unverified, or rejected), each independent
+        program for the same question is tried in its place, checked against the others and the row's own
+        program, and the verified entry that verification trusts with the most numbers is kept (an unverified
+        alternative never replaces the row's own program, nor stands in for its rejection).
+
+        Why: a PAL program that writes a stated number as a literal twice, or computes one from another, loses
+        those parameters to its own round trips, while another author's program for the question may read them
+        all; agreement with the remaining programs on rendered variants is what trusts it, as for the row's own."""
+        result = self._import_group(t)
+        if not t.independent or _reads_every_number(result):
+            return result
+        own = IndependentProgram(PAL_PROGRAM, t.code)
+        for i, other in enumerate(t.independent):
+            if other.source == WORKED_SOLUTION:
+                continue  # a checker only: as an entry it gained nothing measurable (docs/benchmarks.md), and names worse
+            checkers = (own,) + t.independent[:i] + t.independent[i + 1:]
+            alternative = self._import_group(dataclasses.replace(
+                t, code=other.code, variant="", docstring="", independent=checkers, program_source=other.source))
+            if _trust(alternative)[0] == 1 and _trust(alternative) > _trust(result):  # only verified, never a guess
+                result = alternative
+        return result
+
+    def _import_group(self, t: Transcript) -> ImportResult:
         policy = GroupPolicy(alpha=self.options.alpha, nu=1, max_retries=self.options.max_retries, max_build_failures=1)
         group: PotGroup[Transcript, Candidate] = PotGroup(t.entry_id, policy, self.generate, self.validate)
         outcome = group.add(t)
@@ -368,7 +396,7 @@ class Importer:
                 info={
                     "row": t.row, "reference_row": t.ref_index, "join": t.join, "question": t.question,
                     "gold": t.gold, "params": [p.name for p in c.plan.params],
-                    "frozen": c.plan.frozen, "attempts": len(outcome.attempts),
+                    "frozen": c.plan.frozen, "attempts": len(outcome.attempts), "program": t.program_source or "own",
                     "unexplained_constants": c.plan.unexplained, "unused_question_numbers": c.plan.unused_mentions,
                     "round_trip": f"{last.passed}/{last.total}" if last else "",
                     "compiled_sha256": c.compiled.sha256 if c.compiled is not None else "",
@@ -379,6 +407,30 @@ class Importer:
             row=t.row, id=t.entry_id, accepted=False, reason=outcome.reason or "runtime_error",
             detail=outcome.detail, info={"attempts": len(outcome.attempts)},
         )
+
+
+#: The independent source name the row's own program takes when another program is tried in its place.
+PAL_PROGRAM = "pal_program"
+
+
+def _trust(result: ImportResult) -> tuple[int, int, int]:
+    """How far verification trusts an import: verified or not, then the parameters it checked, then all of them."""
+    if not result.accepted:
+        return (-1, 0, 0)
+    verification = result.info.get("verification") or {}
+    params = result.info.get("params") or []
+    verified = VerificationStatus.from_record(verification) is VerificationStatus.VERIFIED
+    checked = len(params) - len(verification.get("fixed") or ()) if verified else 0
+    return (int(verified), checked, len(params))
+
+
+def _reads_every_number(result: ImportResult) -> bool:
+    """An accepted, verified entry that keeps no parameter constant and holds none fixed: nothing to gain."""
+    if not result.accepted:
+        return False
+    verification = result.info.get("verification") or {}
+    return (VerificationStatus.from_record(verification) is VerificationStatus.VERIFIED
+            and not result.info.get("frozen") and not verification.get("fixed"))
 
 
 @dataclass

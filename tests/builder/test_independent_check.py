@@ -39,6 +39,7 @@ def test_an_entry_that_agrees_with_an_independent_program_is_verified(importer: 
     assert result.info["verification"]["sources"] == ["second"]
     assert result.info["verification"]["variants"] >= 8
     assert result.info["params"] == ["packs", "pens_per_pack"]
+    assert result.info["program"] == "own"  # trusted with every number: no other program is tried in its place
 
 
 def test_an_entry_right_only_by_coincidence_is_not_accepted(importer: Importer) -> None:
@@ -66,6 +67,48 @@ def test_a_disagreement_freezes_the_blamed_parameter_and_keeps_the_rest(importer
     assert result.info["verification"]["status"] == "verified"
     assert result.info["params"] == ["red"], result.info  # the blue balls and the 3 more stay as stated
     assert result.info["attempts"] == 2
+    # the second program reads both numbers, but only the row's own program could check it, and disagrees
+    assert result.info["program"] == "own"
+
+
+ANN = "Ann has 5 red balls and 4 blue balls. She gets 3 more red balls. How many red balls does she have?"
+#: Right only while there are 4 blue balls and 3 more red ones.
+ANN_BY_COINCIDENCE = "red = 5\nblue = 4\nmore = 3\nreturn red + more * blue - blue * 2 - 1"
+
+
+def test_another_authors_program_replaces_one_that_loses_parameters_when_a_third_agrees(importer: Importer) -> None:
+    """The row's own program keeps two numbers constant; two other programs read them and agree with each
+    other on every variant: the entry is compiled from one of them, verified, with every number it reads."""
+    second = IndependentProgram("second", as_solution("red = 5\nmore = 3\nans = red + more"))
+    third = IndependentProgram("third", as_solution("start = 5\nextra = 3\nans = extra + start"))
+    result = importer.import_one(with_independent(transcript(ANN, ANN_BY_COINCIDENCE, 8), second, third))
+    assert result.accepted, result.detail
+    assert result.info["program"] == "second"
+    assert {"red", "more"} <= set(result.info["params"]) and not result.info["frozen"], result.info
+    assert result.info["verification"]["status"] == "verified"
+    assert "third" in result.info["verification"]["sources"]
+    assert "the second program for its question in place of the row's own" in result.source
+    entry, compiled = load_entry(result.source, result.id)
+    answer = compiled.run({p.name: {5: 7, 4: 9, 3: 10}[p.original] for p in entry.params}).result["answer"]
+    assert answer == 17  # 7 red balls and 10 more: the blue balls no longer decide it
+
+
+def test_a_worked_solution_checks_entries_but_never_becomes_one(importer: Importer) -> None:
+    from builder.worked_solution import WORKED_SOLUTION
+
+    worked = IndependentProgram(WORKED_SOLUTION, as_solution("red = 5\nmore = 3\nans = red + more"))
+    third = IndependentProgram("third", as_solution("start = 5\nextra = 3\nans = extra + start"))
+    result = importer.import_one(with_independent(transcript(ANN, ANN_BY_COINCIDENCE, 8), worked, third))
+    assert result.accepted and result.info["program"] == "third", result.info
+    assert result.info["verification"]["status"] == "verified"
+
+
+def test_an_unverified_program_does_not_stand_in_for_a_rejected_one(importer: Importer) -> None:
+    """The row's own program reads no stated number (rejected); the one other program has nothing to agree
+    with: it would be an unverified guess, so the row stays rejected."""
+    second = IndependentProgram("second", as_solution("red = 5\nmore = 3\nans = red + more"))
+    result = importer.import_one(with_independent(transcript(ANN, "return 8", 8), second))
+    assert not result.accepted and result.reason == "no_parameters", result.info
 
 
 def test_the_reference_solution_outweighs_a_program_that_shares_the_entrys_mistake(importer: Importer) -> None:
