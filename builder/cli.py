@@ -64,6 +64,41 @@ def _entry_sources(directory: Path) -> Path:
     return directory
 
 
+#: Where the Messages API key is read from (by the anthropic SDK itself: the key is never passed around or logged here).
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+
+
+def _llm_args(parser: argparse.ArgumentParser, roles: tuple[str, ...]) -> None:
+    """The LLM client's flags (base URL, a model per role, the --record/--replay cassette), shared by every command
+    that calls the Messages API."""
+    parser.add_argument("--base-url", default=None, help=f"Messages API base URL (key from {API_KEY_ENV})")
+    for role in roles:
+        parser.add_argument(f"--model-{role}", default=None)
+    cassette = parser.add_mutually_exclusive_group()
+    cassette.add_argument("--record", type=Path, default=None, help="append every request/response to this JSONL cassette")
+    cassette.add_argument("--replay", type=Path, default=None, help="answer from this cassette, without HTTP")
+
+
+def _rephraser(args: argparse.Namespace) -> Any:
+    """``arc-build finetune``'s source-model rephrasings (PT1), or None when off.
+
+    Off unless asked for (``--rephrasings N``): a key in the environment alone never spends money. Without a key
+    (and without --replay) only rephrasings cached by an earlier run under --work are used, and nothing is asked."""
+    import os
+
+    from builder.finetune_rephrase import Rephraser
+    from builder.llm.client import ClientConfig, LLMClient
+
+    can_ask = bool(os.environ.get(API_KEY_ENV)) or args.replay is not None
+    per_entry = args.rephrasings
+    if per_entry <= 0:
+        return None
+    if not can_ask:
+        print(f"arc-build: no {API_KEY_ENV}: only the rephrasings cached under {args.work} are used", file=sys.stderr)
+    return Rephraser(LLMClient(ClientConfig.from_flags(args)) if can_ask else None, args.work / "rephrasings.jsonl",
+                     per_entry, args.rephrase_limit)
+
+
 def _main(argv: list[str] | None) -> int:
     from edge_runtime.cli_help import DefaultsHelpFormatter as fmt
 
@@ -107,6 +142,12 @@ def _main(argv: list[str] | None) -> int:
     ft.add_argument("--keep-layers", type=int, default=None, help="prune the reader to its first N layers before tuning")
     ft.add_argument("--continue-from", type=Path, default=None, help="latest.pt of a shorter run with the same data and "
                     "settings: lengthen it to --steps (its schedule decayed sooner; the manifest says so)")
+    ft.add_argument("--rephrasings", type=int, default=0, metavar="N",
+                    help=f"the source model's rephrasings per entry, each checked and judged (PT1; 0: off; e.g. 4; asks "
+                         f"only with {API_KEY_ENV} or --replay); cached in WORK/rephrasings.jsonl, used without a key")
+    ft.add_argument("--rephrase-limit", type=int, default=None, metavar="ENTRIES",
+                    help="rephrase only the first N entries (by id): caps what --rephrasings costs")
+    _llm_args(ft, ("source", "judge"))
     comp_reg = sub.add_parser("compile", formatter_class=fmt, help="compile a registry's accepted entries into a signed bundle")
     comp_reg.add_argument("--registry", type=Path, required=True, help="registry dir (entry sources in DIR/entries or DIR)")
     comp_reg.add_argument("--out", type=Path, required=True, help="bundle file path (NAME-VERSION.arcb) or directory")
@@ -159,13 +200,7 @@ def _main(argv: list[str] | None) -> int:
                      help="instead of transcripts: the top missed classes `arc-build heat --json` wrote (one question each)")
     ent.add_argument("--top", type=int, default=5, help="with --from-heat: how many classes to build")
     ent.add_argument("--registry", type=Path, required=True, help="registry directory (entry modules, build_index.jsonl)")
-    ent.add_argument("--base-url", default=None, help="Messages API base URL (key from ANTHROPIC_API_KEY)")
-    ent.add_argument("--model-builder", default=None)
-    ent.add_argument("--model-judge", default=None)
-    ent.add_argument("--model-source", default=None)
-    cassette = ent.add_mutually_exclusive_group()
-    cassette.add_argument("--record", type=Path, default=None, help="append every request/response to this JSONL cassette")
-    cassette.add_argument("--replay", type=Path, default=None, help="answer from this cassette, without HTTP")
+    _llm_args(ent, ("builder", "judge", "source"))
     ent.add_argument("--max-tries", type=int, default=3, help="candidates per function")
     ent.add_argument("--round-trips", type=int, default=4, help="robustness tests per entry")
     ent.add_argument("--limit", type=int, default=None, help="only the first N transcripts")
@@ -220,11 +255,24 @@ def _main(argv: list[str] | None) -> int:
                         **({} if args.steps is None else {"steps": args.steps}))
     if args.command == "finetune":
         from builder.finetune import finetune
+        from builder.llm.client import FatalLLMError
 
-        path = finetune(args.registry, base=args.base, out=args.out, work=args.work, steps=args.steps, resume=args.resume,
-                        seed=args.seed, learning_rate=args.learning_rate, keep_layers=args.keep_layers, build_dir=args.eval_build,
-                        lora_layers=args.lora_layers or None, gsm_examples=tuple(int(x) for x in args.gsm_examples.split(",")),
-                        continue_from=args.continue_from, progress=lambda m: print(m, file=sys.stderr))
+        rephraser = _rephraser(args)
+        try:
+            path = finetune(args.registry, base=args.base, out=args.out, work=args.work, steps=args.steps,
+                            resume=args.resume, seed=args.seed, learning_rate=args.learning_rate,
+                            keep_layers=args.keep_layers, build_dir=args.eval_build, lora_layers=args.lora_layers or None,
+                            gsm_examples=tuple(int(x) for x in args.gsm_examples.split(",")),
+                            continue_from=args.continue_from, progress=lambda m: print(m, file=sys.stderr),
+                            rephraser=rephraser)
+        except FatalLLMError as exc:
+            print(f"arc-build: {exc}", file=sys.stderr)
+            return 2
+        finally:
+            if rephraser is not None and rephraser.client is not None:
+                rephraser.client.close()
+                usd = {role: round(t["usd"], 4) for role, t in rephraser.client.meter.as_dict().items()}
+                print(f"rephrasing cost in USD per role: {usd}", file=sys.stderr)
         print(path)
         return 0
     if args.command == "target-model":

@@ -20,11 +20,15 @@ import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from builder.finetune_data import Dataset, TokenizerTokens, build_dataset, default_evaluation_paths, evaluation_queries
 from builder.finetune_train import TrainConfig, answer_accuracy, torch_llama, train_lora
 from builder.target_model import DEFAULT_RECIPE, build_target_model, default_source, sha256_of
 from edge_runtime.entries.metadata import EntryPoint
+
+if TYPE_CHECKING:
+    from builder.finetune_rephrase import Rephraser
 
 REPO = Path(__file__).resolve().parents[1]
 PROMPT = "short"
@@ -56,12 +60,18 @@ def load_entries(directories: Sequence[Path]) -> dict[str, EntryPoint]:
 
 
 def prepare_dataset(entries: dict[str, EntryPoint], tokens: TokenizerTokens, *, seed: int, build_dir: Path,
-                    examples_entries: Sequence[str] = (), gsm_examples: tuple[int, int] = GSM_EXAMPLES) -> Dataset:
-    """The training set: the hand-written entries get many examples, an importer's entries a few each."""
+                    examples_entries: Sequence[str] = (), gsm_examples: tuple[int, int] = GSM_EXAMPLES,
+                    rephraser: Rephraser | None = None, progress: Callable[[str], None] = print) -> Dataset:
+    """The training set: the hand-written entries get many examples, an importer's entries a few each; with a
+    ``rephraser``, also the source model's validated rephrasings (PT1, ``builder/finetune_rephrase.py``)."""
     forbidden = evaluation_queries(default_evaluation_paths(build_dir)) | benchmark_queries(entries)
     per_entry = {e: gsm_examples for e in entries if e not in set(examples_entries)}
-    return build_dataset(entries, tokens, prompt=PROMPT, seed=seed, forbidden=forbidden, per_entry=per_entry,
-                         renderings=40, rewordings=120)
+    extra = rephraser.run(entries, tokens, forbidden, progress) if rephraser is not None else None
+    data = build_dataset(entries, tokens, prompt=PROMPT, seed=seed, forbidden=forbidden, per_entry=per_entry,
+                         renderings=40, rewordings=120, extra_examples=extra.examples if extra is not None else None)
+    for reason, count in (extra.dropped if extra is not None else {}).items():
+        data.dropped[f"source rephrasing: {reason}"] = count
+    return data
 
 
 def benchmark_queries(entries: dict[str, EntryPoint]) -> set[str]:
@@ -98,7 +108,7 @@ class TrainingData:
 
 def training_data(registries: Sequence[Path], *, base: Path | None = None, work: Path = REPO / "build" / "finetune",
                   seed: int = 0, gsm_examples: tuple[int, int] = GSM_EXAMPLES, build_dir: Path | None = None,
-                  progress: Callable[[str], None] = print) -> TrainingData:
+                  progress: Callable[[str], None] = print, rephraser: Rephraser | None = None) -> TrainingData:
     """The training set a run on ``registries`` builds (its digest names the run), without training.
 
     One function for ``finetune`` and for whoever needs to know which artefact a run would reuse
@@ -119,8 +129,8 @@ def training_data(registries: Sequence[Path], *, base: Path | None = None, work:
     build_dir = build_dir or REPO / "build"
     if not any(Path(build_dir).glob("*/sets")):
         progress(f"warning: no evaluation query sets under {build_dir}: only the benchmark's own sets are excluded")
-    data = prepare_dataset(entries, tokens, seed=seed, build_dir=build_dir,
-                           examples_entries=hand_written, gsm_examples=gsm_examples)
+    data = prepare_dataset(entries, tokens, seed=seed, build_dir=build_dir, examples_entries=hand_written,
+                           gsm_examples=gsm_examples, rephraser=rephraser, progress=progress)
     progress(f"data {data.digest}: {len(data.rows)} examples ({data.tokens} tokens) from {len(data.train_entries)} "
              f"entries; {len(data.held_out_rows)} held-out examples of {len(data.held_out_entries)} entries; "
              f"dropped {data.dropped}")
@@ -134,16 +144,18 @@ def finetune(
     learning_rate: float = 1e-3, lora_layers: int | None = 15, recipe: str = DEFAULT_RECIPE,
     progress: Callable[[str], None] = print,
     show_bar: bool = True, build_dir: Path | None = None, continue_from: Path | None = None,
+    rephraser: Rephraser | None = None,
 ) -> Path:
     """Train and export; returns the tuned artefact's directory (reused when one with the same data and settings exists).
 
     ``continue_from``: the ``latest.pt`` checkpoint of a shorter run with the same data and settings, which this run
-    lengthens to ``steps`` (``train_lora``); the manifest records the step it continued from."""
+    lengthens to ``steps`` (``train_lora``); the manifest records the step it continued from. ``rephraser``: add the
+    source model's rephrasings (PT1); they change the data digest, so such a run has its own artefact."""
     from builder.compact_export import read_weights
 
     started = time.time()
     prepared = training_data(registries, base=base, work=work, seed=seed, gsm_examples=gsm_examples,
-                             build_dir=build_dir, progress=progress)
+                             build_dir=build_dir, progress=progress, rephraser=rephraser)
     source, source_sha, hf_dir, tokens, data = (prepared.source, prepared.source_sha256, prepared.hf_dir,
                                                 prepared.tokens, prepared.data)
     config = TrainConfig(steps=steps, batch_size=batch_size, learning_rate=learning_rate, seed=seed, lora_layers=lora_layers)
@@ -190,8 +202,16 @@ def finetune(
                                   extra_manifest={"prompt": PROMPT, "tuning": tuning})
     (artefact / "tuning.json").write_text(json.dumps({**tuning, "train_seconds": record["train_seconds"],
                                                       "total_seconds": round(time.time() - started, 1),
-                                                      "device": record["device"], "dropped": data.dropped}, indent=2))
+                                                      "device": record["device"], "dropped": data.dropped,
+                                                      "source_rephrasings": _rephrasing_rows(data)}, indent=2))
     return artefact
+
+
+def _rephrasing_rows(data: Dataset) -> dict[str, int]:
+    """How many training and held-out rows are the source model's rephrasings (PT1): tuning.json says which rows trained."""
+    from builder.finetune_rephrase import KIND
+
+    return {"train": sum(e.kind == KIND for e in data.train), "held_out": sum(e.kind == KIND for e in data.held_out)}
 
 
 def _checkpoint_step(path: Path) -> int:

@@ -66,7 +66,7 @@ class Example:
     entry_id: str
     question: str
     spans: tuple[tuple[str, str], ...]  # (parameter, span as the question states it), in parameter order
-    kind: str  # "original", "rendering" or "reworded:<transformations>"
+    kind: str  # "original", "rendering", "reworded:<transformations>" or "source_rephrasing" (finetune_rephrase.py)
 
 
 @dataclass
@@ -210,8 +210,12 @@ def build_dataset(
     entries: Mapping[str, EntryPoint], tokens: Any, *, prompt: str = "short", seed: int = 0,
     renderings: int = 8, rewordings: int = 16, held_out_fraction: float = 0.2, forbidden: set[str] = frozenset(),
     per_entry: Mapping[str, tuple[int, int]] | None = None, max_tokens: int = 320,
+    extra_examples: Mapping[str, Sequence[Example]] | None = None,
 ) -> Dataset:
-    """Examples, their token rows and a digest of both. ``per_entry`` overrides (renderings, rewordings) by id."""
+    """Examples, their token rows and a digest of both. ``per_entry`` overrides (renderings, rewordings) by id.
+
+    ``extra_examples`` (by entry id; the source model's rephrasings) go through the same checks and target
+    construction as the generated ones, and to the same side of the split as their entry."""
     parts = PROMPTS[prompt]
     eligible = [e for e in sorted(entries) if normalise(entries[e].question or "") not in forbidden]
     dropped: dict[str, int] = {"entries whose question is an evaluation query": len(entries) - len(eligible)}
@@ -222,7 +226,7 @@ def build_dataset(
         rng = random.Random(f"{seed}:{entry_id}")
         n_render, n_reword = (per_entry or {}).get(entry_id, (renderings, rewordings))
         seen: set[str] = set()
-        for example in entry_examples(entry, rng, n_render, n_reword):
+        for example in [*entry_examples(entry, rng, n_render, n_reword), *(extra_examples or {}).get(entry_id, ())]:
             key = normalise(example.question)
             reason = ("an evaluation query" if key in forbidden else "a duplicate" if key in seen
                       else check(entry, example, tokens))

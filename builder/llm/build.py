@@ -378,13 +378,7 @@ def cli_entries(args: Any) -> int:
         return 2
     else:
         rows = read_transcripts(args.transcripts)
-    config = ClientConfig(base_url=args.base_url, record=args.record, replay=args.replay)
-    if args.model_builder:
-        config.builder_model = args.model_builder
-    if args.model_judge:
-        config.judge_models = (args.model_judge, args.model_judge)
-    if args.model_source:
-        config.source_model = args.model_source
+    config = ClientConfig.from_flags(args)
     options = BuildOptions(max_tries=args.max_tries, round_trips=args.round_trips)
     client = LLMClient(config)
     try:

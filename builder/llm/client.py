@@ -180,6 +180,19 @@ class ClientConfig:
     replay: str | Path | None = None
     prices: Prices = field(default_factory=Prices)
 
+    @classmethod
+    def from_flags(cls, flags: Any) -> ClientConfig:
+        """The configuration a command's LLM flags ask for (``base_url``, ``record``, ``replay`` and, where the
+        command has them, ``model_source``, ``model_builder``, ``model_judge``): one reading for every command."""
+        config = cls(base_url=flags.base_url, record=flags.record, replay=flags.replay)
+        if getattr(flags, "model_builder", None):
+            config.builder_model = flags.model_builder
+        if getattr(flags, "model_judge", None):
+            config.judge_models = (flags.model_judge, flags.model_judge)
+        if getattr(flags, "model_source", None):
+            config.source_model = flags.model_source
+        return config
+
     def model(self, role: str) -> str:
         if role == "source":
             return self.source_model
