@@ -79,24 +79,45 @@ def _llm_args(parser: argparse.ArgumentParser, roles: tuple[str, ...]) -> None:
     cassette.add_argument("--replay", type=Path, default=None, help="answer from this cassette, without HTTP")
 
 
-def _rephraser(args: argparse.Namespace) -> Any:
+def _can_ask(args: argparse.Namespace) -> bool:
+    """The Messages API may be called: a key in the environment, or a cassette to replay."""
+    import os
+
+    return bool(os.environ.get(API_KEY_ENV)) or args.replay is not None
+
+
+def _rephraser(args: argparse.Namespace, client: Any = None) -> Any:
     """``arc-build finetune``'s source-model rephrasings (PT1), or None when off.
 
     Off unless asked for (``--rephrasings N``): a key in the environment alone never spends money. Without a key
-    (and without --replay) only rephrasings cached by an earlier run under --work are used, and nothing is asked."""
-    import os
-
+    (and without --replay) only rephrasings cached by an earlier run under --work are used, and nothing is asked.
+    ``client``: one already made for this run (shared, so one meter and one cassette)."""
     from builder.finetune_rephrase import Rephraser
     from builder.llm.client import ClientConfig, LLMClient
 
-    can_ask = bool(os.environ.get(API_KEY_ENV)) or args.replay is not None
     per_entry = args.rephrasings
     if per_entry <= 0:
         return None
-    if not can_ask:
+    if not _can_ask(args):
         print(f"arc-build: no {API_KEY_ENV}: only the rephrasings cached under {args.work} are used", file=sys.stderr)
-    return Rephraser(LLMClient(ClientConfig.from_flags(args)) if can_ask else None, args.work / "rephrasings.jsonl",
-                     per_entry, args.rephrase_limit)
+    client = (client or LLMClient(ClientConfig.from_flags(args))) if _can_ask(args) else None
+    return Rephraser(client, args.work / "rephrasings.jsonl", per_entry, args.rephrase_limit)
+
+
+def _misslog_labeller(args: argparse.Namespace, client: Any = None) -> Any:
+    """``arc-build finetune``'s labelled miss-log rows, or None when off (no ``--miss-log FILE``).
+
+    Asks the source model and the judges only with a key or --replay; otherwise only labels cached under --work are
+    used. ``client``: the rephraser's, when there is one (one meter, one cassette)."""
+    from builder.finetune_misslog import MissLogLabeller
+    from builder.llm.client import ClientConfig, LLMClient
+
+    if not getattr(args, "miss_log", None):
+        return None
+    if not _can_ask(args):
+        print(f"arc-build: no {API_KEY_ENV}: only the miss-log labels cached under {args.work} are used", file=sys.stderr)
+    client = (client or LLMClient(ClientConfig.from_flags(args))) if _can_ask(args) else None
+    return MissLogLabeller(client, args.work / "misslog_labels.jsonl", list(args.miss_log), args.miss_log_limit)
 
 
 def _main(argv: list[str] | None) -> int:
@@ -147,6 +168,12 @@ def _main(argv: list[str] | None) -> int:
                          f"only with {API_KEY_ENV} or --replay); cached in WORK/rephrasings.jsonl, used without a key")
     ft.add_argument("--rephrase-limit", type=int, default=None, metavar="ENTRIES",
                     help="rephrase only the first N entries (by id): caps what --rephrasings costs")
+    ft.add_argument("--miss-log", type=Path, action="append", default=None, metavar="FILE",
+                    help=f"a miss-log JSONL (repeatable: a device's misses/*.jsonl or an uploaded misslog.* file): its missed "
+                         f"questions with text, labelled by the source model and judged (asks only with {API_KEY_ENV} "
+                         f"or --replay); cached in WORK/misslog_labels.jsonl, used without a key")
+    ft.add_argument("--miss-log-limit", type=int, default=None, metavar="QUESTIONS",
+                    help="label only the N most missed questions: caps what --miss-log costs")
     _llm_args(ft, ("source", "judge"))
     comp_reg = sub.add_parser("compile", formatter_class=fmt, help="compile a registry's accepted entries into a signed bundle")
     comp_reg.add_argument("--registry", type=Path, required=True, help="registry dir (entry sources in DIR/entries or DIR)")
@@ -258,21 +285,23 @@ def _main(argv: list[str] | None) -> int:
         from builder.llm.client import FatalLLMError
 
         rephraser = _rephraser(args)
+        misslog = _misslog_labeller(args, rephraser.client if rephraser is not None else None)
+        client = next((u.client for u in (rephraser, misslog) if u is not None and u.client is not None), None)
         try:
             path = finetune(args.registry, base=args.base, out=args.out, work=args.work, steps=args.steps,
                             resume=args.resume, seed=args.seed, learning_rate=args.learning_rate,
                             keep_layers=args.keep_layers, build_dir=args.eval_build, lora_layers=args.lora_layers or None,
                             gsm_examples=tuple(int(x) for x in args.gsm_examples.split(",")),
                             continue_from=args.continue_from, progress=lambda m: print(m, file=sys.stderr),
-                            rephraser=rephraser)
+                            rephraser=rephraser, misslog=misslog)
         except FatalLLMError as exc:
             print(f"arc-build: {exc}", file=sys.stderr)
             return 2
         finally:
-            if rephraser is not None and rephraser.client is not None:
-                rephraser.client.close()
-                usd = {role: round(t["usd"], 4) for role, t in rephraser.client.meter.as_dict().items()}
-                print(f"rephrasing cost in USD per role: {usd}", file=sys.stderr)
+            if client is not None:
+                client.close()
+                usd = {role: round(t["usd"], 4) for role, t in client.meter.as_dict().items()}
+                print(f"LLM cost (rephrasings, miss-log labels) in USD per role: {usd}", file=sys.stderr)
         print(path)
         return 0
     if args.command == "target-model":

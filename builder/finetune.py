@@ -22,12 +22,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.finetune_data import Dataset, TokenizerTokens, build_dataset, default_evaluation_paths, evaluation_queries
+from builder.finetune_data import (
+    Dataset,
+    Example,
+    TokenizerTokens,
+    build_dataset,
+    default_evaluation_paths,
+    evaluation_queries,
+)
 from builder.finetune_train import TrainConfig, answer_accuracy, torch_llama, train_lora
 from builder.target_model import DEFAULT_RECIPE, build_target_model, default_source, sha256_of
 from edge_runtime.entries.metadata import EntryPoint
 
 if TYPE_CHECKING:
+    from builder.finetune_misslog import MissLogLabeller
     from builder.finetune_rephrase import Rephraser
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,16 +69,26 @@ def load_entries(directories: Sequence[Path]) -> dict[str, EntryPoint]:
 
 def prepare_dataset(entries: dict[str, EntryPoint], tokens: TokenizerTokens, *, seed: int, build_dir: Path,
                     examples_entries: Sequence[str] = (), gsm_examples: tuple[int, int] = GSM_EXAMPLES,
-                    rephraser: Rephraser | None = None, progress: Callable[[str], None] = print) -> Dataset:
+                    rephraser: Rephraser | None = None, misslog: MissLogLabeller | None = None,
+                    progress: Callable[[str], None] = print) -> Dataset:
     """The training set: the hand-written entries get many examples, an importer's entries a few each; with a
-    ``rephraser``, also the source model's validated rephrasings (PT1, ``builder/finetune_rephrase.py``)."""
+    ``rephraser``, also the source model's validated rephrasings (PT1, ``builder/finetune_rephrase.py``); with a
+    ``misslog`` labeller, the device's missed questions the builder labelled (``builder/finetune_misslog.py``)."""
     forbidden = evaluation_queries(default_evaluation_paths(build_dir)) | benchmark_queries(entries)
     per_entry = {e: gsm_examples for e in entries if e not in set(examples_entries)}
-    extra = rephraser.run(entries, tokens, forbidden, progress) if rephraser is not None else None
+    rephrased = rephraser.run(entries, tokens, forbidden, progress) if rephraser is not None else None
+    labelled = misslog.run(entries, tokens, forbidden, progress) if misslog is not None else None
+    extra: dict[str, list[Example]] = {}
+    for report in (rephrased, labelled):
+        for entry_id, examples in (report.examples if report is not None else {}).items():
+            extra.setdefault(entry_id, []).extend(examples)
     data = build_dataset(entries, tokens, prompt=PROMPT, seed=seed, forbidden=forbidden, per_entry=per_entry,
-                         renderings=40, rewordings=120, extra_examples=extra.examples if extra is not None else None)
-    for reason, count in (extra.dropped if extra is not None else {}).items():
+                         renderings=40, rewordings=120, extra_examples=extra or None)
+    for reason, count in (rephrased.dropped if rephrased is not None else {}).items():
         data.dropped[f"source rephrasing: {reason}"] = count
+    if labelled is not None:
+        for reason, count in {**labelled.dropped, **labelled.skipped}.items():
+            data.dropped[f"miss log: {reason}"] = count
     return data
 
 
@@ -108,7 +126,8 @@ class TrainingData:
 
 def training_data(registries: Sequence[Path], *, base: Path | None = None, work: Path = REPO / "build" / "finetune",
                   seed: int = 0, gsm_examples: tuple[int, int] = GSM_EXAMPLES, build_dir: Path | None = None,
-                  progress: Callable[[str], None] = print, rephraser: Rephraser | None = None) -> TrainingData:
+                  progress: Callable[[str], None] = print, rephraser: Rephraser | None = None,
+                  misslog: MissLogLabeller | None = None) -> TrainingData:
     """The training set a run on ``registries`` builds (its digest names the run), without training.
 
     One function for ``finetune`` and for whoever needs to know which artefact a run would reuse
@@ -130,7 +149,7 @@ def training_data(registries: Sequence[Path], *, base: Path | None = None, work:
     if not any(Path(build_dir).glob("*/sets")):
         progress(f"warning: no evaluation query sets under {build_dir}: only the benchmark's own sets are excluded")
     data = prepare_dataset(entries, tokens, seed=seed, build_dir=build_dir, examples_entries=hand_written,
-                           gsm_examples=gsm_examples, rephraser=rephraser, progress=progress)
+                           gsm_examples=gsm_examples, rephraser=rephraser, misslog=misslog, progress=progress)
     progress(f"data {data.digest}: {len(data.rows)} examples ({data.tokens} tokens) from {len(data.train_entries)} "
              f"entries; {len(data.held_out_rows)} held-out examples of {len(data.held_out_entries)} entries; "
              f"dropped {data.dropped}")
@@ -144,18 +163,19 @@ def finetune(
     learning_rate: float = 1e-3, lora_layers: int | None = 15, recipe: str = DEFAULT_RECIPE,
     progress: Callable[[str], None] = print,
     show_bar: bool = True, build_dir: Path | None = None, continue_from: Path | None = None,
-    rephraser: Rephraser | None = None,
+    rephraser: Rephraser | None = None, misslog: MissLogLabeller | None = None,
 ) -> Path:
     """Train and export; returns the tuned artefact's directory (reused when one with the same data and settings exists).
 
     ``continue_from``: the ``latest.pt`` checkpoint of a shorter run with the same data and settings, which this run
     lengthens to ``steps`` (``train_lora``); the manifest records the step it continued from. ``rephraser``: add the
-    source model's rephrasings (PT1); they change the data digest, so such a run has its own artefact."""
+    source model's rephrasings (PT1); ``misslog``: add the labelled rows of the device's miss log. Either changes the
+    data digest, so such a run has its own artefact."""
     from builder.compact_export import read_weights
 
     started = time.time()
     prepared = training_data(registries, base=base, work=work, seed=seed, gsm_examples=gsm_examples,
-                             build_dir=build_dir, progress=progress, rephraser=rephraser)
+                             build_dir=build_dir, progress=progress, rephraser=rephraser, misslog=misslog)
     source, source_sha, hf_dir, tokens, data = (prepared.source, prepared.source_sha256, prepared.hf_dir,
                                                 prepared.tokens, prepared.data)
     config = TrainConfig(steps=steps, batch_size=batch_size, learning_rate=learning_rate, seed=seed, lora_layers=lora_layers)
@@ -203,15 +223,18 @@ def finetune(
     (artefact / "tuning.json").write_text(json.dumps({**tuning, "train_seconds": record["train_seconds"],
                                                       "total_seconds": round(time.time() - started, 1),
                                                       "device": record["device"], "dropped": data.dropped,
-                                                      "source_rephrasings": _rephrasing_rows(data)}, indent=2))
+                                                      **extra_rows(data)}, indent=2))
     return artefact
 
 
-def _rephrasing_rows(data: Dataset) -> dict[str, int]:
-    """How many training and held-out rows are the source model's rephrasings (PT1): tuning.json says which rows trained."""
-    from builder.finetune_rephrase import KIND
+def extra_rows(data: Dataset) -> dict[str, dict[str, int]]:
+    """How many training and held-out rows are the source model's rephrasings (PT1) and labelled miss-log rows:
+    tuning.json says which rows trained."""
+    from builder.finetune_misslog import KIND as MISS_LOG
+    from builder.finetune_rephrase import KIND as REPHRASING
 
-    return {"train": sum(e.kind == KIND for e in data.train), "held_out": sum(e.kind == KIND for e in data.held_out)}
+    return {name: {"train": sum(e.kind == kind for e in data.train), "held_out": sum(e.kind == kind for e in data.held_out)}
+            for name, kind in (("source_rephrasings", REPHRASING), ("miss_log", MISS_LOG))}
 
 
 def _checkpoint_step(path: Path) -> int:

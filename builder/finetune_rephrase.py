@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.finetune_data import Example, _same, check, normalise
-from builder.llm.client import JUDGES, FatalLLMError, LLMClient, LLMError, Tool
+from builder.llm.client import JUDGES, FatalLLMError, LLMClient, LLMError, Meter, Tool
 from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.errors import ExtractionError
 from edge_runtime.read.extractor import validate_spans
@@ -31,6 +31,7 @@ from edge_runtime.read.mentions import scan
 #: Bumped whenever the prompts or the checks change what is kept: cached rephrasings of another version are not used.
 PROMPT_VERSION = 1
 KIND = "source_rephrasing"
+NO_VERDICT = "a judge gave no valid verdict"
 DEFAULT_PER_ENTRY = 4
 
 SOURCE_SYSTEM = (
@@ -146,14 +147,18 @@ class EntryRephrasings:
         return counts
 
 
-def example(entry_id: str, question: str, spans: Mapping[str, str], order: Sequence[str]) -> Example:
-    """A training example of kind ``source_rephrasing``, its spans in the entry's parameter order."""
-    return Example(entry_id, question, tuple((name, spans[name]) for name in order), KIND)
+def example(entry_id: str, question: str, spans: Mapping[str, str], order: Sequence[str], kind: str = KIND) -> Example:
+    """A training example (of kind ``source_rephrasing`` unless told), its spans in the entry's parameter order."""
+    return Example(entry_id, question, tuple((name, spans[name]) for name in order), kind)
 
 
 def mechanical_problem(entry: EntryPoint, question: str, spans: Mapping[str, str], tokens: Any,
-                       forbidden: set[str] | frozenset[str] = frozenset()) -> tuple[str, str] | None:
-    """(reason, detail) why the rephrasing cannot be kept, decided without any model; None when it may go to the judges."""
+                       forbidden: set[str] | frozenset[str] = frozenset(), *,
+                       original_values: bool = True) -> tuple[str, str] | None:
+    """(reason, detail) why the rephrasing cannot be kept, decided without any model; None when it may go to the judges.
+
+    ``original_values`` False: the question states values of its own (a missed question, ``finetune_misslog.py``),
+    so a span need only read as a valid value, not as the parameter's original one."""
     if normalise(question) == normalise(entry.question):
         return "identical to the original", ""
     if normalise(question) in forbidden:
@@ -165,7 +170,7 @@ def mechanical_problem(entry: EntryPoint, question: str, spans: Mapping[str, str
         values = validate_spans(entry, dict(spans))
     except ExtractionError as exc:
         return "a span does not read as a valid value", str(exc)
-    changed = [p.name for p in entry.params if not _same(p, p.original, values[p.name])]
+    changed = [p.name for p in entry.params if original_values and not _same(p, p.original, values[p.name])]
     if changed:
         return "a span reads as another value", ", ".join(f"{n}={values[n]!r}" for n in changed)
     added = added_numbers(entry.question, question, spans.values())
@@ -199,25 +204,39 @@ def rephrase_entry(client: LLMClient, entry: EntryPoint, n: int, tokens: Any,
         else:
             pending.append(decision)
         result.decisions.append(decision)
-    calls = [_judge_call(client, judge, entry, d.question) for d in pending for judge in JUDGES]
-    verdicts = client.parallel(calls)
-    for k, decision in enumerate(pending):
-        for judge, verdict in zip(JUDGES, verdicts[2 * k: 2 * k + 2]):
-            if isinstance(verdict, LLMError):
-                decision.reason, decision.detail = "a judge gave no valid verdict", f"{judge}: {verdict}"
-                result.complete = False
-                break
-            if not verdict["same_meaning"]:
-                decision.reason, decision.detail = f"rejected by {judge}", verdict["reason"]
-                break
+    outcomes = judge_committee(client, JUDGE_SYSTEM, [judge_prompt(entry, d.question) for d in pending])
+    for decision, outcome in zip(pending, outcomes):
+        if outcome is not None:
+            decision.reason, decision.detail = outcome
+            result.complete = result.complete and outcome[0] != NO_VERDICT
     return result
 
 
-def _judge_call(client: LLMClient, judge: str, entry: EntryPoint, question: str) -> Callable[[], Any]:
+def judge_committee(client: LLMClient, system: str, prompts: Sequence[str],
+                    meter: Meter | None = None) -> list[tuple[str, str] | None]:
+    """Both judges on every prompt, all calls in parallel, each a ``record_judgement``; per prompt None when both said
+    ``same_meaning``, else (reason, detail) of the first judge that did not: ``rejected by judge-N`` or
+    :data:`NO_VERDICT`. ``system`` is formatted with the judge's ``index`` (1 or 2)."""
+    verdicts = client.parallel([_judge_call(client, judge, system, prompt, meter) for prompt in prompts for judge in JUDGES])
+    outcomes: list[tuple[str, str] | None] = []
+    for k in range(len(prompts)):
+        outcome = None
+        for judge, verdict in zip(JUDGES, verdicts[2 * k: 2 * k + 2]):
+            if isinstance(verdict, LLMError):
+                outcome = (NO_VERDICT, f"{judge}: {verdict}")
+                break
+            if not verdict["same_meaning"]:
+                outcome = (f"rejected by {judge}", verdict["reason"])
+                break
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _judge_call(client: LLMClient, judge: str, system: str, prompt: str, meter: Meter | None) -> Callable[[], Any]:
     def call() -> Any:
         try:
-            return client.ask(judge, system=JUDGE_SYSTEM.format(index=JUDGES.index(judge) + 1),
-                              prompt=judge_prompt(entry, question), tool=JUDGE_TOOL)
+            return client.ask(judge, system=system.format(index=JUDGES.index(judge) + 1), prompt=prompt,
+                              tool=JUDGE_TOOL, meter=meter)
         except FatalLLMError:
             raise
         except LLMError as exc:
@@ -227,11 +246,17 @@ def _judge_call(client: LLMClient, judge: str, entry: EntryPoint, question: str)
 
 
 # ---- the cache ----------------------------------------------------------------------------------
-def cache_key(entry: EntryPoint) -> str:
-    """Entry id, a hash of what the rephrasings depend on (question, parameter originals) and the prompt version."""
+def entry_fingerprint(entry: EntryPoint) -> str:
+    """Entry id and a hash of what a model is shown of it (question, parameter originals): a cached answer about
+    the entry is stale once either changes."""
     basis = json.dumps({"question": entry.question,
                         "originals": [[p.name, p.type.__name__, p.text(p.original)] for p in entry.params]})
-    return f"{entry.id}:{hashlib.sha256(basis.encode('utf-8')).hexdigest()}:v{PROMPT_VERSION}"
+    return f"{entry.id}:{hashlib.sha256(basis.encode('utf-8')).hexdigest()}"
+
+
+def cache_key(entry: EntryPoint) -> str:
+    """The entry's fingerprint and the prompt version."""
+    return f"{entry_fingerprint(entry)}:v{PROMPT_VERSION}"
 
 
 class RephraseCache:
