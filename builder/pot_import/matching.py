@@ -126,11 +126,15 @@ _UNIT_NAMES: dict[frozenset[str], float] = {
 }
 
 
+#: A calendar month named in a variable is a month: ``weeks_in_april = 4`` is the week-per-month conversion.
+_MONTH_NAMES = frozenset("january february march april may june july august september october november december".split())
+
+
 def unit_name(literal: Literal) -> str | None:
     """``months_in_year = 12``: a unit conversion by its variable's name (never a parameter)."""
     if not literal.direct:
         return None
-    words = {_SYNONYMS.get(w, w) for w in literal.direct.lower().split("_")}
+    words = {"month" if w in _MONTH_NAMES else _SYNONYMS.get(w, w) for w in literal.direct.lower().split("_")}
     words = {w[:-1] if len(w) > 3 and w.endswith("s") and w != "inches" else ("inch" if w == "inches" else w) for w in words}
     for pair, value in _UNIT_NAMES.items():
         if pair <= words and close_to(float(literal.value), value):

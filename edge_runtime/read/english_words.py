@@ -65,6 +65,8 @@ def plural_stem(word: str) -> str:
         return w[:-3] + "y"
     if len(w) > 4 and w.endswith(("ches", "shes", "xes", "sses")):
         return w[:-2]
+    if len(w) > 4 and w.endswith("uses") and w[-5] not in "aeiou":
+        return w[:-2]  # bonuses -> bonus, buses -> bus (as "bonus" keeps its s); houses, causes go on to lose one s
     if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
         return w[:-1]
     return w

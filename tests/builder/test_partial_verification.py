@@ -41,7 +41,9 @@ APPLES_SOLUTION = ("There are 2 + 1 = <<2+1=3>>3 apples.\n"
 
 @pytest.fixture(scope="module")
 def importer() -> Importer:
-    return Importer(ImportOptions(seed=5))
+    """The row's own program only: these tests are about how far one program's check reaches (the programs tried in
+    its place are tests/builder/test_independent_check.py's)."""
+    return Importer(ImportOptions(seed=5, alternatives=False))
 
 
 def verified(result) -> dict:
@@ -169,7 +171,8 @@ def test_run_import_counts_the_entries_verified_within_a_scope(tmp_path: Path) -
     independent = tmp_path / "second.jsonl"
     independent.write_text(json.dumps({"question": SHOP, "gold": 11, "executed": 11,
                                        "program": "pens = 8\npencils = 3\nans = pens + pencils"}) + "\n", encoding="utf-8")
-    summary = run_import(pal, reference, tmp_path / "reg", workers=1, independent=[independent])
+    summary = run_import(pal, reference, tmp_path / "reg", workers=1, independent=[independent],
+                         options=ImportOptions(alternatives=False))
     assert summary["accepted"] == 1 and summary["verified"] == 1 and summary["verified_within_scope"] == 1
     meta = json.loads((tmp_path / "reg" / "entries" / "_meta" / "ref-0000.json").read_text())
     assert meta["verification"]["fixed"] == ["packs", "per"]

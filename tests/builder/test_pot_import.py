@@ -151,6 +151,25 @@ def test_unit_conversion_variable_never_takes_a_question_number(importer):
     assert answer(entry, compiled, q.replace("$12", "$10")) == 240
 
 
+def test_weeks_in_a_named_month_are_a_unit_conversion(importer):
+    """``weeks_in_april = 4`` is the week-per-month conversion, not a number computed from the question's: the
+    stated numbers stay parameters."""
+    q = "Tom works 6 hours a day, 5 days a week, for $9 per hour. How much does he make in April?"
+    t = transcript(q, """
+        hours_per_day = 6
+        days_per_week = 5
+        weeks_in_april = 4
+        hourly_rate = 9
+        result = hours_per_day * days_per_week * weeks_in_april * hourly_rate
+        return result
+    """, 1080)
+    result = accepted(importer, t)
+    assert set(result.info["params"]) == {"hours_per_day", "days_per_week", "hourly_rate"}
+    assert "4 (unit constant (month per week))" in result.source
+    entry, compiled = load_entry(result.source, result.id)
+    assert answer(entry, compiled, q.replace("6 hours", "8 hours")) == 1440
+
+
 def test_literal_not_in_the_question_stays_constant(importer):
     q = (
         "Jim earns $10 an hour and works 40 hours. Overtime pays time and a half. He works 5 hours of overtime. How "

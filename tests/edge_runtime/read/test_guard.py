@@ -386,6 +386,25 @@ def test_a_reversal_that_asks_for_a_given_is_refused_on_the_model_path():
     assert ReasoningGuard(off)(BUS, question, BUS_VALUES, "lm-draft") is None
 
 
+WAGES = EntryPoint(
+    id="wages", description="a month's pay with weekly bonuses", root="r", answer_key="answer",
+    template=("Watson works a {hours}-hour shift each day, {days} days a week. He earns ${rate} per hour and gets a "
+              "${bonus} bonus each week. How much money did Watson make in April?"),
+    params=(Param("hours", "hours a day", int, 10, minimum=0), Param("days", "days a week", int, 5, minimum=0),
+            Param("rate", "pay per hour", int, 10, minimum=0), Param("bonus", "weekly bonus", int, 300, minimum=0)),
+)
+
+
+def test_a_final_question_narrowed_to_a_given_in_its_plural_is_refused_on_the_model_path():
+    """"make *in bonuses*" asks for the part of the pay the entry takes as given: the plural of the story's "bonus"
+    is the same word (the stemmer once read "bonuses" as "bonuse", and the question was served)."""
+    values = {"hours": 5, "days": 5, "rate": 22, "bonus": 350}
+    story = "Priya works a 5-hour shift each day, 5 days a week. She earns $22 per hour and gets a $350 bonus each week. "
+    refusal = check(WAGES, story + "How much money did Priya make in bonuses in April?", values, "lm-draft")
+    assert refusal is not None and "'bonus'" in refusal
+    assert check(WAGES, story + "How much money did Priya make in April?", values, "lm-draft") is None
+
+
 def test_a_reworded_final_question_that_asks_the_same_thing_is_served_on_the_model_path():
     question = ("A bus goes 60 miles per hour for 5 hours and a car goes 60 miles per hour for 8 hours. "
                 "How much farther did the bus go than the car, in miles?")
