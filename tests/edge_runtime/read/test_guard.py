@@ -405,6 +405,42 @@ def test_a_final_question_narrowed_to_a_given_in_its_plural_is_refused_on_the_mo
     assert check(WAGES, story + "How much money did Priya make in April?", values, "lm-draft") is None
 
 
+PETS = EntryPoint(
+    id="pets", description="a month of pet food", root="r", answer_key="answer",
+    template="Jen got {fish} fish. They each need ${food} worth of food a day. How much does she spend on food in {days} days?",
+    params=(Param("fish", "fish", int, 8, minimum=0), Param("food", "food a day per fish", int, 1, minimum=0),
+            Param("days", "days", int, 30, minimum=0)),
+)
+
+
+@pytest.mark.parametrize("path", ["lm-draft", "aligned"])
+def test_a_final_question_narrowed_to_one_of_the_things_counted_is_refused(path):
+    """"for *one of them*", "will *one* fish eat": a weak "one" that the no-added-quantities check lets pass."""
+    values = {"fish": 3, "food": 2, "days": 31}
+    story = "Priya got 3 fish. They each need $2 worth of food a day. "
+    for asked in ("How much does she spend on food for one of them in 31 days?",
+                  "How much will one fish cost her in food in 31 days?"):
+        refusal = check(PETS, story + asked, values, path)
+        assert refusal is not None and "one of the things" in refusal, asked
+    assert check(PETS, story + "How much does she spend on food in 31 days?", values, path) is None
+
+
+def test_one_as_a_slot_value_a_duration_or_each_one_is_not_a_narrowed_question():
+    weekly = EntryPoint(
+        id="weekly", description="a family's tacos", root="r", answer_key="answer",
+        template="A man eats {man} tacos per day and his son eats {son}. How many tacos do they eat in {weeks} week?",
+        params=(Param("man", "man", int, 3, minimum=0), Param("son", "son", int, 2, minimum=0),
+                Param("weeks", "weeks", int, 1, minimum=0)),
+    )
+    question = "A man eats 4 tacos per day and his son eats 2. How many tacos do they eat in one week?"
+    assert check(weekly, question, {"man": 4, "son": 2, "weeks": 1}, "lm-draft") is None
+    story = "Priya got 3 fish. They each need $2 worth of food a day. "
+    for asked in ("How much does she spend on food for each one of them in 31 days?",
+                  "How much does she spend on food in 31 days, one day after another?"):
+        refusal = check(PETS, story + asked, {"fish": 3, "food": 2, "days": 31}, "lm-draft")
+        assert refusal is None or "one of the things" not in refusal, asked
+
+
 def test_a_reworded_final_question_that_asks_the_same_thing_is_served_on_the_model_path():
     question = ("A bus goes 60 miles per hour for 5 hours and a car goes 60 miles per hour for 8 hours. "
                 "How much farther did the bus go than the car, in miles?")
