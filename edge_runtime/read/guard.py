@@ -53,6 +53,7 @@ from edge_runtime.read.question_words import (
     match_people,
     modifier_change,
     more_people,
+    narrows_to_one,
     other_people,
     roles_asked_about,
     sentences,
@@ -388,8 +389,7 @@ class ReasoningGuard:
         # of them*", "how many hours will *one playlist* last" of an entry that asks about all of them): a weak
         # number the no-added-quantities check leaves alone. A template's final question that already asks per
         # thing ("a", "each", "per", "one") may be reworded with it.
-        if cfg.check_modifiers and not _PER_THING.search(template_target) and any(
-                _narrows_to_one(one, template_target) for one in _ONE_ASKED.finditer(asked)):
+        if cfg.check_modifiers and narrows_to_one(template_target, asked):
             return "the question's final question asks about one of the things its story counts, the entry's about all"
         # The things it asks about by a one-letter name ("exit *B*", "Movie *B*", "Districts B and C"): content words
         # are longer, so another label passes every overlap; a rewording keeps the labels of what it asks for
@@ -478,18 +478,6 @@ class _Read:
     restating: list[tuple[int, int]] = field(default_factory=list)  # sentences that only restate a bound number
 
 #: A one-letter name inside a final question ("exit B", "Movie A"); not "I", and not a sentence's first word.
-_ONE_ASKED = re.compile(r"(?<!\beach )(?<!\bevery )(?<!\bany )(?<!\bno )\bone\b(?!\s+(?:more|another|other)\b)",
-                        re.IGNORECASE)
-_PER_THING = re.compile(r"\b(?:one|an?|each|per|every|single)\b", re.IGNORECASE)
-
-
-def _narrows_to_one(one: re.Match[str], template_target: str) -> bool:
-    """A "one" of a final question that is not a slot's value ("in *one* week" where the template asks "in {week}
-    week") nor a duration ("in one day"): it picks one of the things counted."""
-    after = re.match(r"\s+([a-z]+)", one.string[one.end():].lower())
-    word = after[1] if after else ""
-    return not (word and (re.search(rf"#\s+{re.escape(word)}\b", template_target.lower()) or word in TIME_UNITS
-                          or word.rstrip("s") in TIME_UNITS))
 _LABEL = re.compile(r"(?<=[\w,] )(?!I\b)[A-Z](?![\w'’-]|\.\w)")  # not "T-shirts", not "U.S."
 
 
