@@ -172,8 +172,8 @@ def _main(argv: list[str] | None) -> int:
                     help=f"a miss-log JSONL (repeatable: a device's misses/*.jsonl or an uploaded misslog.* file): its missed "
                          f"questions with text, labelled by the source model and judged (asks only with {API_KEY_ENV} "
                          f"or --replay); cached in WORK/misslog_labels.jsonl, used without a key")
-    ft.add_argument("--miss-log-limit", type=int, default=None, metavar="QUESTIONS",
-                    help="label only the N most missed questions: caps what --miss-log costs")
+    ft.add_argument("--miss-log-limit", type=int, default=100, metavar="QUESTIONS",
+                    help="label only the N most missed questions: caps what --miss-log costs (3 calls a question)")
     _llm_args(ft, ("source", "judge"))
     comp_reg = sub.add_parser("compile", formatter_class=fmt, help="compile a registry's accepted entries into a signed bundle")
     comp_reg.add_argument("--registry", type=Path, required=True, help="registry dir (entry sources in DIR/entries or DIR)")

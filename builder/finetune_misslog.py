@@ -30,7 +30,6 @@ from typing import Any
 
 from builder.finetune_data import Example, normalise
 from builder.finetune_rephrase import NO_VERDICT, entry_fingerprint, example, judge_committee, mechanical_problem
-from builder.fleet.heat import read_misslogs
 from builder.llm.client import FatalLLMError, LLMClient, LLMError, Meter, Tool
 from edge_runtime.entries.metadata import EntryPoint
 
@@ -42,6 +41,11 @@ NONE = "none"
 
 #: Why a record is not labelled at all (counted per record, never sent to a model).
 NO_TEXT = "no question text (uploaded redacted)"
+NOT_A_RECORD = "not a miss-log record"
+NOT_JSON = "a line that is not JSON"
+TOO_LONG = "a question longer than MAX_QUESTION_CHARS"
+#: Longer texts are no word problem a device asked; they are never sent to a model.
+MAX_QUESTION_CHARS = 2000
 EVALUATION = "an evaluation query"
 #: Why a labelled question is not kept (besides the mechanical reasons and the judges' rejections).
 NOT_ASKED = "the source model found no candidate that asks it"
@@ -75,6 +79,21 @@ class MissedQuestion:
     nearest: str
 
 
+def device_records(paths: Iterable[Path]) -> tuple[list[Any], int]:
+    """(every JSON line of the miss-log files, lines that are not JSON or not UTF-8): a device's upload is
+    untrusted input, so a bad line is counted and skipped, never a crash after the rephrasings were paid for."""
+    records, unreadable = [], 0
+    for path in paths:
+        for line in Path(path).read_bytes().splitlines():
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line.decode("utf-8")))
+            except (UnicodeDecodeError, ValueError):
+                unreadable += 1
+    return records, unreadable
+
+
 def missed_questions(records: Iterable[Mapping[str, Any]],
                      forbidden: set[str] | frozenset[str] = frozenset()) -> tuple[list[MissedQuestion], dict[str, int]]:
     """(distinct questions, most missed first; records skipped by reason). Questions are the same when they
@@ -84,9 +103,15 @@ def missed_questions(records: Iterable[Mapping[str, Any]],
     counts: Counter[str] = Counter()
     nearest: dict[str, Counter[str]] = {}
     for record in records:
-        text = record.get("query")
+        text = record.get("query") if isinstance(record, Mapping) else None
+        if not isinstance(record, Mapping):
+            skipped[NOT_A_RECORD] += 1
+            continue
         if not isinstance(text, str) or not text.strip():
             skipped[NO_TEXT] += 1
+            continue
+        if len(text) > MAX_QUESTION_CHARS:
+            skipped[TOO_LONG] += 1
             continue
         key = normalise(text)
         if key in forbidden:
@@ -243,8 +268,11 @@ class LabelCache:
         self.rows: dict[str, dict[str, Any]] = {}
         if self.path.exists():
             for line in self.path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    row = json.loads(line)
+                try:
+                    row = json.loads(line) if line.strip() else None
+                except ValueError:
+                    row = None  # a line cut by a crash: asked again
+                if isinstance(row, dict) and isinstance(row.get("key"), str):
                     self.rows[row["key"]] = row
 
     def get(self, question: str, options: Sequence[EntryPoint]) -> Label | None:
@@ -290,11 +318,19 @@ class MissLogLabeller:
     paths: Sequence[Path]
     limit: int | None = None
     meter: Meter = field(default_factory=Meter)
+    #: The files' records, read when the labeller is made: a missing file fails before anything is paid for.
+    records: list[Any] = field(init=False, default_factory=list)
+    unreadable: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.records, self.unreadable = device_records(self.paths)
 
     def run(self, entries: Mapping[str, EntryPoint], tokens: Any, forbidden: set[str] | frozenset[str] = frozenset(),
             progress: Callable[[str], None] = print) -> MissLogReport:
         """The kept rows by entry; what was dropped or skipped, counted by reason."""
-        questions, skipped = missed_questions(read_misslogs(self.paths), forbidden)
+        questions, skipped = missed_questions(self.records, forbidden)
+        if self.unreadable:
+            skipped[NOT_JSON] = self.unreadable
         report = MissLogReport(skipped=skipped)
         cache = LabelCache(self.cache)
         for missed in questions[: self.limit]:

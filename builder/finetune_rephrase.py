@@ -98,18 +98,20 @@ def numbers(text: str) -> list[float]:
 
 
 def _without(text: str, span: str) -> str:
-    """``text`` with every whole occurrence of ``span`` blanked (not the "5" inside "15")."""
+    """``text`` with the first whole occurrence of ``span`` blanked (not the "5" inside "15"): a span accounts for
+    one statement of its number, a second "5" is another number."""
     before = r"(?<!\w)" if span[:1].isalnum() else ""
     after = r"(?!\w)" if span[-1:].isalnum() else ""
-    return re.sub(before + re.escape(span) + after, " ", text)
+    return re.sub(before + re.escape(span) + after, " ", text, count=1)
 
 
-def added_numbers(original: str, rephrasing: str, spans: Iterable[str]) -> list[float]:
-    """Numbers the rephrasing states outside its labelled spans that the original question does not state."""
+def added_numbers(allowed_text: str, rephrasing: str, spans: Iterable[str]) -> list[float]:
+    """Numbers the rephrasing states outside its labelled spans (one statement per span) that ``allowed_text`` does
+    not state (the original question, or for a question with values of its own the template's constants)."""
     rest = rephrasing
     for span in sorted(spans, key=len, reverse=True):
         rest = _without(rest, span)
-    allowed = numbers(original)
+    allowed = numbers(allowed_text)
     return [n for n in numbers(rest) if not any(math.isclose(n, a, rel_tol=1e-9) for a in allowed)]
 
 
@@ -173,7 +175,9 @@ def mechanical_problem(entry: EntryPoint, question: str, spans: Mapping[str, str
     changed = [p.name for p in entry.params if original_values and not _same(p, p.original, values[p.name])]
     if changed:
         return "a span reads as another value", ", ".join(f"{n}={values[n]!r}" for n in changed)
-    added = added_numbers(entry.question, question, spans.values())
+    # a question with values of its own may state the template's constants again, not its original values
+    allowed_text = entry.question if original_values else re.sub(r"\{\w+\}", " ", entry.template)
+    added = added_numbers(allowed_text, question, spans.values())
     if added:
         return "states a number the original does not", ", ".join(f"{n:g}" for n in added)
     reason = check(entry, example(entry.id, question, spans, [p.name for p in entry.params]), tokens)
@@ -267,8 +271,11 @@ class RephraseCache:
         self.rows: dict[str, dict[str, Any]] = {}
         if self.path.exists():
             for line in self.path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    row = json.loads(line)
+                try:
+                    row = json.loads(line) if line.strip() else None
+                except ValueError:
+                    row = None  # a line cut by a crash: asked again
+                if isinstance(row, dict) and isinstance(row.get("key"), str):
                     self.rows[row["key"]] = row
 
     def get(self, entry: EntryPoint, n: int) -> dict[str, Any] | None:

@@ -302,6 +302,9 @@ def test_prepare_dataset_adds_the_labelled_rows_and_counts_what_was_dropped(reco
 def test_the_cli_labels_only_with_a_miss_log_asks_only_with_a_key_and_never_prints_it(monkeypatch, capsys, tmp_path):
     from builder import cli
 
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_text('{"query": "How many pens?"}\n[1, 2]\nnot json\n', encoding="utf-8")
     args = argparse.Namespace(miss_log=None, miss_log_limit=None, work=tmp_path, base_url=None, record=None, replay=None,
                               model_source=None, model_judge=None)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
@@ -309,6 +312,7 @@ def test_the_cli_labels_only_with_a_miss_log_asks_only_with_a_key_and_never_prin
     args.miss_log = [tmp_path / "a.jsonl"]
     keyless = cli._misslog_labeller(args)
     assert keyless.client is None and keyless.cache == tmp_path / "misslog_labels.jsonl"
+    assert len(keyless.records) == 2 and keyless.unreadable == 1  # "not json" is counted, not a crash
     monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
     args.miss_log = None
     assert cli._misslog_labeller(args) is None  # a key alone never spends money
@@ -329,4 +333,7 @@ def test_the_cli_labels_only_with_a_miss_log_asks_only_with_a_key_and_never_prin
     seen.clear()
     assert cli.main(["finetune", "--registry", str(tmp_path), "--work", str(tmp_path)]) == 0
     assert seen["misslog"] is None and seen["rephraser"] is None
+    seen.clear()  # a missing miss log fails before anything is asked or trained
+    assert cli.main(["finetune", "--registry", str(tmp_path), "--work", str(tmp_path), "--miss-log", "gone.jsonl"]) == 2
+    assert not seen
     assert API_KEY not in capsys.readouterr().err

@@ -27,6 +27,7 @@ from builder.finetune_rephrase import (
 )
 from builder.llm.client import ClientConfig, LLMClient
 from builder.llm.stub_server import StubMessagesServer
+from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.read.prompt_variants import short_prompt_parts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -246,6 +247,22 @@ def test_numbers_in_digits_and_words():
     assert numbers("each one of a dozen boxes, half of them") == [12, 0.5]  # a lone "one" is no quantity
     assert added_numbers("Buy 3 apples at $2.", "Buy three apples at $2 each, 15 of them.", ["three", "2"]) == [15]
     assert added_numbers("Save 5% for 15 years.", "For 15 years, save 5%.", ["5", "15"]) == []
+    # a span accounts for one statement of its number: a second "5" is another number
+    assert added_numbers("Buy {n} pens.", "Buy 5 pens, then 5 more.", ["5"]) == [5]
+
+
+def test_a_missed_question_may_not_state_the_entrys_original_values_again():
+    """A missed question has values of its own: a number equal to one of the entry's original values is no longer
+    explained by the entry's question (only its template's constants are)."""
+    from builder.finetune_rephrase import mechanical_problem
+
+    entry = EntryPoint(id="pens", description="d", root="r", answer_key="answer",
+                       template="Sam buys {packs} packs of pens. Each pack has {per} pens. How many pens does he have?",
+                       question="Sam buys 2 packs of pens. Each pack has 4 pens. How many pens does he have?",
+                       params=(Param("packs", "packs", int, 2, minimum=0), Param("per", "pens a pack", int, 4, minimum=0)))
+    question = "Sam buys 5 packs of pens. Each pack has 6 pens. He gives 2 pens to Ann. How many pens does he have?"
+    problem = mechanical_problem(entry, question, {"packs": "5", "per": "6"}, None, original_values=False)
+    assert problem is not None and problem[0] == "states a number the original does not" and problem[1] == "2"
 
 
 def test_the_cli_asks_only_with_a_key_and_never_prints_it(monkeypatch, capsys, tmp_path):
