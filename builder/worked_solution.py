@@ -244,24 +244,6 @@ _STOP = frozenset("a an the of to in on at for is are was were and so he she the
                   "with by from be has have had there then which who".split())
 
 
-def written_steps(answer: str) -> frozenset[tuple[float, str, float, float]]:
-    """Every step of one operation on two numbers that a worked solution's annotations write, as (a, op, b, result):
-    ``<<1000/20=50>>`` is (1000, "/", 20, 50). What a person worked out, in the order they wrote it."""
-    symbols = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
-    steps = set()
-    for match in _ANNOTATION.finditer(answer):
-        try:
-            expr = ast.parse(match.group(1).strip(), mode="eval").body
-            result = float(match.group(2).replace(",", ""))
-        except (SyntaxError, ValueError):
-            continue
-        if (isinstance(expr, ast.BinOp) and type(expr.op) in symbols
-                and all(isinstance(side, ast.Constant) and isinstance(side.value, (int, float))
-                        for side in (expr.left, expr.right))):
-            steps.add((float(expr.left.value), symbols[type(expr.op)], float(expr.right.value), result))
-    return frozenset(steps)
-
-
 def load_worked_solutions(reference_file: str | Path, reference: ReferenceIndex) -> dict[int, tuple[IndependentProgram, ...]]:
     """Reference row -> the program of its own worked solution (rows without usable annotations are absent)."""
     out: dict[int, tuple[IndependentProgram, ...]] = {}

@@ -43,7 +43,7 @@ from edge_runtime.read.values import parse_quantity
 
 def plan_parameters(
     question: str, program: PalProgram, variant: str = "", docstring: str = "", frozen: Sequence[str] = (),
-    free_numbers: bool = True, structural_words: bool = True, freeze_derived: bool = True, unfolded: bool = False,
+    free_numbers: bool = True, structural_words: bool = True, freeze_derived: bool = True,
 ) -> Plan:
     """Map the program's literals to the question's mentions.
 
@@ -59,10 +59,6 @@ def plan_parameters(
        program precomputed something from it, so it cannot vary) — unless ``freeze_derived`` is
        False: an independent program that checks an entry reads every number it can (a stale
        constant there makes it disagree, which only costs the entry a parameter).
-
-    ``unfolded``: the program's worked-out numbers were written out as the question's (``unfold``), so an inline
-    literal whose value the question states once is that number, wherever it stands (``bills * (20 / 5)`` next
-    to ``1000 / 20``); the independent check decides whether the proposal holds.
     """
     mentions = scan_numbers(question)
     restored = _restored_values(question, program, variant, docstring, mentions)
@@ -73,7 +69,7 @@ def plan_parameters(
             lit.excluded = unit_name(probe)
     pool = [lit for lit in program.literals if not lit.excluded]
     candidates = _candidates(question, pool, mentions, restored, program.func)
-    assigned, taken = _assign(candidates, program, mentions, unfolded)
+    assigned, taken = _assign(candidates, program, mentions)
     _lift_conversions(question, pool, mentions, restored, assigned, taken)
     params, constants, unexplained = _params_of(question, program, restored, assigned, structural_words,
                                                 _fraction_literals(program.func, pool))
@@ -184,8 +180,8 @@ def _written_fractions(func: ast.FunctionDef, pool: Sequence[Literal],
     return {id(literals[lid].node): (value(num), value(den)) for lid, (num, den) in _fraction_literals(func, pool).items()}
 
 
-def _assign(candidates: Sequence[list[Any]], program: PalProgram, mentions: Sequence[Mention],
-            unfolded: bool = False) -> tuple[dict[int, tuple[Mention, str]], set[int]]:
+def _assign(candidates: Sequence[list[Any]], program: PalProgram,
+            mentions: Sequence[Mention]) -> tuple[dict[int, tuple[Mention, str]], set[int]]:
     """Step 2's choice: (literal id -> (mention, form), the mention indices taken), greedily by score."""
     assigned: dict[int, tuple[Mention, str]] = {}  # literal id -> (mention, form)
     taken: set[int] = set()
@@ -200,16 +196,16 @@ def _assign(candidates: Sequence[list[Any]], program: PalProgram, mentions: Sequ
     for score, lit, mention, form, value in candidates:
         if lit.id in assigned or form != "value" or not mention.parameterisable:
             continue
-        stated_once = sum(any(close_to(v, value) for v, _ in m.literal_values()) for m in mentions) == 1
-        if score <= 0 and (lit.direct or value in UNIT_CONSTANTS or value < 10) and not (unfolded and stated_once):
+        if score <= 0 and (lit.direct or value in UNIT_CONSTANTS or value < 10):
             continue  # a small number inline is arithmetic more often than the stated one; a large one ("500 - price"
             # after ``may = 500``, stated once, in a sentence whose words lie beyond the mention's window) is that number
         owner = [lid for lid, (m, _) in assigned.items() if m.index == mention.index]
         if not owner or assigned[owner[0]][1] != "value":
             continue
-        if not lit.direct and not (unfolded and stated_once):
+        if not lit.direct:
             owner_name = program.literal(owner[0]).direct
-            if not owner_name or not name_tokens(lit.target or "") & name_tokens(owner_name) or not stated_once:
+            if (not owner_name or not name_tokens(lit.target or "") & name_tokens(owner_name)
+                    or sum(any(close_to(v, value) for v, _ in m.literal_values()) for m in mentions) != 1):
                 continue
         assigned[lit.id] = (mention, form)
     return assigned, taken

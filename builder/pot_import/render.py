@@ -329,7 +329,6 @@ def _module_docstring(t: Transcript, program: PalProgram, plan: Plan) -> str:
         f"Entry {t.entry_id}: compiled offline from a Program-of-Thought transcript (row {t.row}"
         f"{', joined ' + t.join if t.join != 'exact' else ''})"
         + (f", the {t.program_source} program for its question in place of the row's own" if t.program_source else "")
-        + (f", with the numbers it worked out written as the question's ({'; '.join(t.unfolded)})" if t.unfolded else "")
         + ".",
         "",
         "Original question:",

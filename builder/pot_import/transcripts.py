@@ -58,9 +58,6 @@ class Transcript:
     #: Where ``code`` came from when it is not the transcript file's own program: the independent source whose
     #: program the importer tried in its place (:meth:`Importer.import_one`).
     program_source: str = ""
-    #: Literals the program had worked out from two stated numbers, written out again (builder.pot_import.unfold):
-    #: "50 = 1000 / 20".
-    unfolded: tuple[str, ...] = ()
 
     @property
     def entry_id(self) -> str:

@@ -29,8 +29,7 @@ from builder.pot_import.planner import plan_parameters
 from builder.pot_import.program import PalProgram, RunTimeout, deadline
 from builder.pot_import.render import normalised, render_source
 from builder.pot_import.transcripts import Rejected, Transcript
-from builder.pot_import.unfold import original_code, unfold
-from builder.worked_solution import WORKED_SOLUTION, written_steps
+from builder.worked_solution import WORKED_SOLUTION
 from edge_runtime.answer.verification import VerificationStatus
 from edge_runtime.entries.metadata import format_value
 from edge_runtime.errors import ArcError, CompileError, DefinitionError, ExtractionError, UnsafeCodeError
@@ -78,8 +77,8 @@ class ImportOptions:
     timeout: float = 1.0
     seed: int = 0
     number_words: str = "parameter"  # or "constant": keep "three" etc. as constants of the entry
-    #: Where the row's own program is not trusted with every stated number, try the other authors' programs and
-    #: the unfolded ones in its place (``Importer.import_one``); off: the row's own program only.
+    #: Where the row's own program is not trusted with every stated number, try the other authors' programs in its
+    #: place (``Importer.import_one``); off: the row's own program only.
     alternatives: bool = True
 
 
@@ -204,7 +203,7 @@ class Importer:
         frozen = sorted({m.group(1) for r in reflections for m in re.finditer(r"param (\w+)", r)})
         try:
             program = self._program(t)
-            plan = plan_parameters(t.question, program, t.variant, t.docstring, frozen, unfolded=bool(t.unfolded))
+            plan = plan_parameters(t.question, program, t.variant, t.docstring, frozen)
             if plan.restored:
                 program.set_defaults(plan.restored)
             expected = _run_original(program)
@@ -372,43 +371,34 @@ class Importer:
         those parameters to its own round trips, while another author's program for the question may read them
         all; agreement with the remaining programs on rendered variants is what trusts it, as for the row's own."""
         result = self._import_group(t)
-        if not self.options.alternatives or not t.independent or _reads_every_number(result):
+        if not self.options.alternatives or not t.independent:
             return result
         for alternative in self._alternatives(t):
-            tried = self._import_group(alternative)
+            if _reads_every_number(result):
+                break  # nothing left to gain
+            try:
+                tried = self._import_group(alternative)
+            except Exception:  # noqa: BLE001 - another author's program failing in a new way costs only itself
+                continue
             if _trust(tried)[0] == 1 and _trust(tried) > _trust(result):  # only verified, never a guess
                 result = tried
         return result
 
     def _alternatives(self, t: Transcript) -> Iterator[Transcript]:
-        """The programs tried in place of the row's own, each with the programs that check it: every other
-        author's (not the worked solution: a checker only, as an entry it gained nothing measurable and names
-        worse), then the row's own and the others' with the numbers they worked out written out again
-        (``unfold``), checked by every other author's program as written and as written out."""
+        """Every other author's program in place of the row's own (not the worked solution: a checker only, as an
+        entry it gained nothing measurable and names worse), each checked by all the others and by the row's own
+        program with its GSM-Hard numbers mapped back to the original question's."""
         try:
-            own = IndependentProgram(PAL_PROGRAM, original_code(self._program(t), self._restored(t)))
-        except (Rejected, ArcError):
-            return
-        authors = [own, *t.independent]
-        for i, other in enumerate(authors[1:], start=1):
-            if other.source != WORKED_SOLUTION:
-                yield self._in_place(t, other, tuple(authors[:i] + authors[i + 1:]))
-        written = frozenset().union(*(written_steps(a.prose) for a in authors if a.source == WORKED_SOLUTION))
-        unfolded = [self._unfolded(self._in_place(t, a, ()), written) if a.source != WORKED_SOLUTION else None
-                    for a in authors]
-        written_out = [IndependentProgram(a.source, u.code) for a, u in zip(authors, unfolded) if u is not None]
-        for i, u in enumerate(unfolded):
-            if u is not None:
-                checkers = [a for j, a in enumerate(authors) if j != i]
-                checkers += [w for w in written_out if w.source != authors[i].source]
-                yield dataclasses.replace(u, independent=tuple(checkers))
-
-    @staticmethod
-    def _in_place(t: Transcript, program: IndependentProgram, checkers: tuple[IndependentProgram, ...]) -> Transcript:
-        """``t`` with ``program`` as its own (written for the original question), checked by ``checkers``."""
-        source = "" if program.source == PAL_PROGRAM else program.source
-        return dataclasses.replace(t, code=program.code, variant="", docstring="", program_source=source,
-                                   independent=checkers)
+            program = self._program(t)
+            restored = plan_parameters(t.question, self._program(t), t.variant, t.docstring).restored
+            own = IndependentProgram(PAL_PROGRAM, program.original_code(restored))
+        except Exception:  # noqa: BLE001 - a row's own program that cannot be read checks nothing
+            own = None
+        authors = [a for a in (own, *t.independent) if a is not None]
+        for i, other in enumerate(authors):
+            if other.source not in (PAL_PROGRAM, WORKED_SOLUTION):
+                yield dataclasses.replace(t, code=other.code, variant="", docstring="", program_source=other.source,
+                                          independent=tuple(authors[:i] + authors[i + 1:]))
 
     def _program(self, t: Transcript) -> PalProgram:
         """The transcript's program, a GSM-Hard variant's constant expressions folded to the literal it replaced."""
@@ -416,23 +406,6 @@ class Importer:
         if t.variant and t.variant.strip() != (t.docstring or t.question).strip():
             program.fold_constants([r.variant_value for r in replaced_numbers(t.variant, t.question)])
         return program
-
-    def _restored(self, t: Transcript) -> dict[int, Any]:
-        """Literal id -> the original question's number, for the literals a GSM-Hard variant replaced."""
-        return plan_parameters(t.question, self._program(t), t.variant, t.docstring).restored
-
-    def _unfolded(self, t: Transcript, written: frozenset[tuple[float, str, float, float]]) -> Transcript | None:
-        """``t`` with its program's worked-out numbers written out as the question's, where the worked solution's
-        steps (``written``) write the same arithmetic (None: nothing to write out)."""
-        if not written:
-            return None  # only a step a person also worked out is written out (builder.pot_import.unfold)
-        try:
-            found = unfold(self._program(t), t.question, written, self._restored(t))
-        except (Rejected, ArcError):
-            return None
-        if found is None:
-            return None
-        return dataclasses.replace(t, code=found.code, variant="", docstring="", unfolded=found.steps)
 
     def _import_group(self, t: Transcript) -> ImportResult:
         policy = GroupPolicy(alpha=self.options.alpha, nu=1, max_retries=self.options.max_retries, max_build_failures=1)
@@ -448,7 +421,8 @@ class Importer:
                     "row": t.row, "reference_row": t.ref_index, "join": t.join, "question": t.question,
                     "gold": t.gold, "params": [p.name for p in c.plan.params],
                     "frozen": c.plan.frozen, "attempts": len(outcome.attempts),
-                    "program": (t.program_source or "own") + (" unfolded" if t.unfolded else ""),
+                    "program": t.program_source or "own",
+                    "read_params": [p.name for p in c.plan.params if not p.free],
                     "unexplained_constants": c.plan.unexplained, "unused_question_numbers": c.plan.unused_mentions,
                     "round_trip": f"{last.passed}/{last.total}" if last else "",
                     "compiled_sha256": c.compiled.sha256 if c.compiled is not None else "",
@@ -466,14 +440,15 @@ PAL_PROGRAM = "pal_program"
 
 
 def _trust(result: ImportResult) -> tuple[int, int, int]:
-    """How far verification trusts an import: verified or not, then the parameters it checked, then all of them."""
+    """How far verification trusts an import: verified or not, then the numbers its reasoning reads that were checked
+    (not a free slot, which no program reads, nor one held fixed), then all of them."""
     if not result.accepted:
         return (-1, 0, 0)
     verification = result.info.get("verification") or {}
-    params = result.info.get("params") or []
+    read = result.info.get("read_params") or []
     verified = VerificationStatus.from_record(verification) is VerificationStatus.VERIFIED
-    checked = len(params) - len(verification.get("fixed") or ()) if verified else 0
-    return (int(verified), checked, len(params))
+    checked = len(set(read) - set(verification.get("fixed") or ())) if verified else 0
+    return (int(verified), checked, len(read))
 
 
 def _reads_every_number(result: ImportResult) -> bool:

@@ -54,6 +54,11 @@ DEVICE_UNREAD_WORDS: dict[str, tuple[float, ...]] = {
 NUMBER_WORDS: dict[str, tuple[float, ...]] = {**DEVICE_NUMBER_WORDS, **DEVICE_UNREAD_WORDS}
 
 
+#: Nouns ending in "-us" whose plural adds "es" (the stem keeps the "us"; "house" and "excuse" lose only the "s").
+_US_NOUNS = frozenset("bonus bus campus virus circus cactus status chorus genius octopus walrus census surplus syllabus "
+                      "stimulus focus fungus abacus apparatus prospectus platypus hippopotamus nucleus".split())
+
+
 def plural_stem(word: str) -> str:
     """A crude stem: plural endings off (dollars -> dollar, boxes -> box, berries -> berry), lower case.
 
@@ -65,8 +70,8 @@ def plural_stem(word: str) -> str:
         return w[:-3] + "y"
     if len(w) > 4 and w.endswith(("ches", "shes", "xes", "sses")):
         return w[:-2]
-    if len(w) > 4 and w.endswith("uses") and w[-5] not in "aeiou":
-        return w[:-2]  # bonuses -> bonus, buses -> bus (as "bonus" keeps its s); houses, causes go on to lose one s
+    if w.endswith("uses") and w[:-2] in _US_NOUNS:
+        return w[:-2]  # bonuses -> bonus, as "bonus" keeps its s; houses, causes, excuses lose one s
     if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
         return w[:-1]
     return w

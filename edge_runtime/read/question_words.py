@@ -12,7 +12,6 @@ import re
 from collections import Counter
 
 from edge_runtime.read.english_words import plural_stem
-from edge_runtime.read.values import TIME_UNITS
 
 STOP_WORDS = frozenset("""
 a an the of for to and or but than that this these those then there their they them he she his her him it its
@@ -195,26 +194,27 @@ def more_people(template: tuple[str, ...], question: tuple[str, ...], *, templat
     return bool(t) and t < q and not template_pronoun
 
 
-#: "one" as a determiner of what is asked ("for *one* of them", "will *one* playlist last"), not "each one", "one more".
-_ONE_ASKED = re.compile(r"(?<!\beach )(?<!\bevery )(?<!\bany )(?<!\bno )\bone\b(?!\s+(?:more|another|other)\b)",
-                        re.IGNORECASE)
-#: A final question that already asks per thing may be reworded with "one".
-_PER_THING = re.compile(r"\b(?:one|an?|each|per|every|single)\b", re.IGNORECASE)
+#: "one" picking one of the things asked about: "for *one of* them", "will *one playlist* last" (not "twenty-one",
+#: "one-third", "each one", "no one", "one more").
+_ONE_ASKED = re.compile(r"(?<![-\w])(?<!\beach )(?<!\bevery )(?<!\bany )(?<!\bno )one\b(?!-)"
+                        r"(?:\s+of\b|\s+(?P<thing>[a-z]+))", re.IGNORECASE)
 
 
 def narrows_to_one(template_target: str, asked: str) -> bool:
     """Whether the question's final question (``asked``) narrows what the template's (``template_target``, slots as
-    ``#``) asks about all of to one of them: a "one" that is not a slot's value ("in *one* week" where the template
-    asks "in {week} week") nor a duration ("in one day"), where the template's final question does not already ask
-    per thing."""
-    if _PER_THING.search(template_target):
+    ``#``) asks about several things to one of them: "one of ..." where the template does not say "one of" or
+    "each", or "one <thing>" where the template asks about those things in the plural ("how many hours will *one
+    playlist* last" for "will the # playlists last"). "One ticket" for "the ticket", "at one time", "in one week"
+    (a slot's value) and "the cheaper one" are not."""
+    template = template_target.lower()
+    if re.search(r"\b(?:one|each) of\b", template):
         return False
+    template_words = {w: plural_stem(w) for w in WORD.findall(template)}
     for one in _ONE_ASKED.finditer(asked):
-        after = re.match(r"\s+([a-z]+)", asked[one.end():].lower())
-        word = after[1] if after else ""
-        if not word:
-            return True
-        slot = re.search(rf"#\s+{re.escape(word)}\b", template_target.lower())
-        if not (slot or word in TIME_UNITS or word.rstrip("s") in TIME_UNITS):
+        thing = (one.group("thing") or "").lower()
+        if not thing:
+            return True  # "one of them"
+        plural = [w for w, s in template_words.items() if s == plural_stem(thing) and w != s]
+        if plural and not re.search(rf"#\s+{re.escape(thing)}\b", template):
             return True
     return False

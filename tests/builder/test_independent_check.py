@@ -15,7 +15,7 @@ from builder.independent import IndependentProgram, as_solution, load_independen
 from builder.pot_import.batch import run_import
 from builder.pot_import.verify import Importer, ImportOptions
 from builder.worked_solution import WORKED_SOLUTION
-from tests.builder.test_pot_import import answer, load_entry, transcript
+from tests.builder.test_pot_import import load_entry, transcript
 
 PENS = "Sam buys 2 packs of pens. Each pack has 4 pens. How many pens does he have?"
 RIGHT = "packs = 2\npens_per_pack = 4\nreturn packs * pens_per_pack"
@@ -95,7 +95,6 @@ def test_another_authors_program_replaces_one_that_loses_parameters_when_a_third
 
 
 def test_a_worked_solution_checks_entries_but_never_becomes_one(importer: Importer) -> None:
-    from builder.worked_solution import WORKED_SOLUTION
 
     worked = IndependentProgram(WORKED_SOLUTION, as_solution("red = 5\nmore = 3\nans = red + more"))
     third = IndependentProgram("third", as_solution("start = 5\nextra = 3\nans = extra + start"))
@@ -104,42 +103,19 @@ def test_a_worked_solution_checks_entries_but_never_becomes_one(importer: Import
     assert result.info["verification"]["status"] == "verified"
 
 
-def test_a_number_another_program_worked_out_is_written_out_and_checked_by_the_rows_own(importer: Importer) -> None:
-    """The row's own program reads every number; the other wrote the 8 pens out (``pens = 8``), so it could check the
-    entry only with the packs held at 2 and 4 each. Written out again (8 = 2 * 4) it reads them all, and the row's
-    own program verifies it on every variant: the entry is trusted with every number."""
-    question = "Sam buys 2 packs of pens. Each pack has 4 pens. He also buys 3 pencils. How many pens and pencils does he have?"
-    own = "packs = 2\nper = 4\npencils = 3\nreturn packs * per + pencils"
-    pencils_only = IndependentProgram("second", as_solution("pens = 8\npencils = 3\nans = pens + pencils"))
-    worked = IndependentProgram(WORKED_SOLUTION, as_solution("pens = 8\nans = pens + 3"),
-                                "He has 2*4=<<2*4=8>>8 pens.\nWith the pencils 8+3=<<8+3=11>>11\n#### 11")
-    alone = Importer(ImportOptions(seed=3, alternatives=False)).import_one(
-        with_independent(transcript(question, own, 11), pencils_only, worked))
-    assert alone.info["verification"]["fixed"] == ["packs", "per"]  # verified only with 2 packs of 4
-    unwritten = dataclasses.replace(worked, prose="He has 8 pens.\nWith the pencils 8+3=<<8+3=11>>11\n#### 11")
-    kept = importer.import_one(with_independent(transcript(question, own, 11), pencils_only, unwritten))
-    assert kept.info["verification"]["fixed"] == ["packs", "per"]  # no person wrote 8 as 2 * 4: not written out
-    result = importer.import_one(with_independent(transcript(question, own, 11), pencils_only, worked))
-    assert result.accepted and result.info["verification"]["status"] == "verified"
-    assert "fixed" not in result.info["verification"], result.info
-    assert len(result.info["params"]) == 3
-    assert result.info["program"] == "second unfolded" and "8 = 2 * 4" in result.source
-    entry, compiled = load_entry(result.source, result.id)
-    assert answer(entry, compiled, question.replace("2 packs", "5 packs").replace("3 pencils", "1 pencils")) == 21
-
-
-def test_unfolding_takes_only_a_number_one_pair_explains() -> None:
+def test_the_rows_own_program_checks_others_with_its_gsm_hard_numbers_mapped_back() -> None:
+    """A GSM-Hard program states the variant's number (4933828 eggs); as a checker of another author's entry it must
+    answer the original question, or it is "wrong on the original" and checks nothing."""
+    from builder.pot_import.planner import plan_parameters
     from builder.pot_import.program import PalProgram
-    from builder.pot_import.unfold import unfold
-    from builder.worked_solution import written_steps
 
-    question = "Ann has 6 red balls, 2 blue balls, 3 green balls and 4 white balls. How many balls does she have?"
-    steps = written_steps("6+2=<<6+2=8>>8 and 2*4=<<2*4=8>>8, 3+2=<<3+2=5>>5, 6+2+3+4=<<6+2+3+4=15>>15")
-    assert unfold(PalProgram(as_solution("ans = 15")), question, steps) is None  # no pair explains 15
-    assert unfold(PalProgram(as_solution("ans = 8")), question, steps) is None  # 6 + 2 or 2 * 4: which one is unknowable
-    written = unfold(PalProgram(as_solution("red = 6\nans = red + 5")), question, steps)
-    assert written is not None and written.steps == ("5 = 2 + 3",) and "2 + 3" in written.code
-    assert unfold(PalProgram(as_solution("red = 6\nans = red + 5")), question, written_steps("2+4=<<2+4=6>>6")) is None
+    question = "Her ducks lay 16 eggs a day. She eats 3 and sells the rest at $2 each. How much does she make a day?"
+    variant = question.replace("16 eggs", "4933828 eggs")
+    code = as_solution("eggs = 4933828\neaten = 3\nprice = 2\nans = (eggs - eaten) * price")
+    restored = plan_parameters(question, PalProgram(code), variant, question).restored
+    original = PalProgram(code).original_code(restored)
+    assert "4933828" not in original and "16" in original
+    assert PalProgram(original).run({}) == 26
 
 
 def test_an_unverified_program_does_not_stand_in_for_a_rejected_one(importer: Importer) -> None:
@@ -151,7 +127,6 @@ def test_an_unverified_program_does_not_stand_in_for_a_rejected_one(importer: Im
 
 
 def test_the_reference_solution_outweighs_a_program_that_shares_the_entrys_mistake(importer: Importer) -> None:
-    from builder.worked_solution import WORKED_SOLUTION
 
     shares_the_mistake = IndependentProgram("same-mistake", as_solution("p = 4\nans = p * p / 2"))
     result = importer.import_one(with_independent(transcript(PENS, BY_COINCIDENCE, 8), shares_the_mistake))
@@ -404,7 +379,6 @@ def test_a_worked_solution_that_guesses_two_equal_numbers_crossed_does_not_veto(
     windows per bedroom is the planner's guess by order ("3 * 2" first), and a crossed guess disagrees with a right
     entry on every variant that sets the two apart. Where the entry's own names tell the two apart, the worked
     solution agrees with the pair traded and a named program agrees as it is, the disagreement freezes nothing."""
-    from builder.worked_solution import WORKED_SOLUTION
 
     worked = IndependentProgram(WORKED_SOLUTION, as_solution("per_house = 3 * 2\nwith_extra = per_house + 4\n"
                                                              "ans = with_extra * 2"))

@@ -103,6 +103,7 @@ def test_one_word_table_in_both_orders():
     ("dollars", "dollar"), ("boxes", "box"), ("berries", "berry"), ("inches", "inch"), ("glass", "glass"),
     ("bus", "bus"), ("axes", "axe"), ("Dollars", "dollar"), ("is", "is"),
     ("bonuses", "bonus"), ("bonus", "bonus"), ("buses", "bus"), ("houses", "house"), ("causes", "cause"),
+    ("excuses", "excuse"), ("fuses", "fuse"), ("campuses", "campus"),
 ])
 def test_one_plural_stemmer_for_the_guard_and_the_aligner(word, stem):
     assert english_words.plural_stem(word) == stem

@@ -407,25 +407,37 @@ def test_a_final_question_narrowed_to_a_given_in_its_plural_is_refused_on_the_mo
 
 PETS = EntryPoint(
     id="pets", description="a month of pet food", root="r", answer_key="answer",
-    template="Jen got {fish} fish. They each need ${food} worth of food a day. How much does she spend on food in {days} days?",
-    params=(Param("fish", "fish", int, 8, minimum=0), Param("food", "food a day per fish", int, 1, minimum=0),
+    template=("Jen got {pets} hamsters. They each need ${food} worth of food a day. How much does she spend on food for "
+              "the hamsters in {days} days?"),
+    params=(Param("pets", "hamsters", int, 8, minimum=0), Param("food", "food a day per hamster", int, 1, minimum=0),
             Param("days", "days", int, 30, minimum=0)),
 )
+PETS_STORY = "Priya got 3 hamsters. They each need $2 worth of food a day. "
+PETS_VALUES = {"pets": 3, "food": 2, "days": 31}
 
 
 @pytest.mark.parametrize("path", ["lm-draft", "aligned"])
 def test_a_final_question_narrowed_to_one_of_the_things_counted_is_refused(path):
-    """"for *one of them*", "will *one* fish eat": a weak "one" that the no-added-quantities check lets pass."""
-    values = {"fish": 3, "food": 2, "days": 31}
-    story = "Priya got 3 fish. They each need $2 worth of food a day. "
+    """"for *one of them*", "for *one hamster*" of an entry that asks about all its hamsters: a weak "one" that the
+    no-added-quantities check lets pass."""
     for asked in ("How much does she spend on food for one of them in 31 days?",
-                  "How much will one fish cost her in food in 31 days?"):
-        refusal = check(PETS, story + asked, values, path)
+                  "How much does she spend on food for one hamster in 31 days?"):
+        refusal = check(PETS, PETS_STORY + asked, PETS_VALUES, path)
         assert refusal is not None and "one of the things" in refusal, asked
-    assert check(PETS, story + "How much does she spend on food in 31 days?", values, path) is None
+    assert check(PETS, PETS_STORY + "How much does she spend on food for the hamsters in 31 days?", PETS_VALUES, path) is None
 
 
-def test_one_as_a_slot_value_a_duration_or_each_one_is_not_a_narrowed_question():
+@pytest.mark.parametrize("asked", [
+    "How much does she spend on food for the hamsters in 31 days, at one time?",
+    "How much does she spend on food for each one of the hamsters in 31 days?",
+    "How much does she spend on food for the hamsters in 31 days, one day after another?",
+])
+def test_one_that_does_not_pick_one_of_the_things_is_not_a_narrowed_question(asked):
+    refusal = check(PETS, PETS_STORY + asked, PETS_VALUES, "lm-draft")
+    assert refusal is None or "one of the things" not in refusal, refusal
+
+
+def test_one_as_a_slot_value_a_compound_or_of_a_thing_asked_in_the_singular_is_not_narrowing():
     weekly = EntryPoint(
         id="weekly", description="a family's tacos", root="r", answer_key="answer",
         template="A man eats {man} tacos per day and his son eats {son}. How many tacos do they eat in {weeks} week?",
@@ -434,11 +446,12 @@ def test_one_as_a_slot_value_a_duration_or_each_one_is_not_a_narrowed_question()
     )
     question = "A man eats 4 tacos per day and his son eats 2. How many tacos do they eat in one week?"
     assert check(weekly, question, {"man": 4, "son": 2, "weeks": 1}, "lm-draft") is None
-    story = "Priya got 3 fish. They each need $2 worth of food a day. "
-    for asked in ("How much does she spend on food for each one of them in 31 days?",
-                  "How much does she spend on food in 31 days, one day after another?"):
-        refusal = check(PETS, story + asked, {"fish": 3, "food": 2, "days": 31}, "lm-draft")
-        assert refusal is None or "one of the things" not in refusal, asked
+    from edge_runtime.read.question_words import narrows_to_one
+
+    assert not narrows_to_one("what is the price of the ticket?", "What is the price of one ticket?")
+    assert not narrows_to_one("how many apples do the # kids get?", "How many apples do the twenty-one kids get?")
+    assert not narrows_to_one("which costs less?", "Which is the cheaper one?")
+    assert narrows_to_one("how many hours will the # playlists last in total?", "how many hours will one playlist last?")
 
 
 def test_a_reworded_final_question_that_asks_the_same_thing_is_served_on_the_model_path():
