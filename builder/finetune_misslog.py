@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from builder.finetune_data import Example, normalise
-from builder.finetune_rephrase import NO_VERDICT, entry_fingerprint, example, judge_committee, mechanical_problem
+from builder.finetune_rephrase import (
+    NO_VERDICT,
+    JsonlCache,
+    entry_fingerprint,
+    example,
+    judge_committee,
+    mechanical_problem,
+)
 from builder.llm.client import FatalLLMError, LLMClient, LLMError, Meter, Tool
 from edge_runtime.entries.metadata import EntryPoint
 
@@ -259,21 +266,9 @@ def cache_key(question: str, options: Sequence[EntryPoint]) -> str:
     return hashlib.sha256(basis.encode("utf-8")).hexdigest()
 
 
-class LabelCache:
-    """``<work>/misslog_labels.jsonl``: one line per answered question (the last line of a key wins). It holds the
-    question text, as the uploaded miss log it came from does."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.rows: dict[str, dict[str, Any]] = {}
-        if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                try:
-                    row = json.loads(line) if line.strip() else None
-                except ValueError:
-                    row = None  # a line cut by a crash: asked again
-                if isinstance(row, dict) and isinstance(row.get("key"), str):
-                    self.rows[row["key"]] = row
+class LabelCache(JsonlCache):
+    """``<work>/misslog_labels.jsonl``: one line per answered question. It holds the question text, as the uploaded
+    miss log it came from does."""
 
     def get(self, question: str, options: Sequence[EntryPoint]) -> Label | None:
         row = self.rows.get(cache_key(question, options))
@@ -285,10 +280,7 @@ class LabelCache:
         row = {"key": cache_key(label.question, options), "prompt_version": PROMPT_VERSION, "question": label.question,
                "candidates": [e.id for e in options], "entry_id": label.entry_id, "spans": label.spans,
                "reason": label.reason, "detail": label.detail}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        self.rows[row["key"]] = row
+        self.append(row)
 
 
 # ---- every missed question -------------------------------------------------------------------------------

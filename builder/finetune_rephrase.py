@@ -263,8 +263,9 @@ def cache_key(entry: EntryPoint) -> str:
     return f"{entry_fingerprint(entry)}:v{PROMPT_VERSION}"
 
 
-class RephraseCache:
-    """``<work>/rephrasings.jsonl``: one line per entry request (the last line of a key wins)."""
+class JsonlCache:
+    """What the source model and the judges answered, one JSON line per request under ``key`` (the last line of a key
+    wins; a line cut by a crash is skipped, and its request asked again)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -274,9 +275,19 @@ class RephraseCache:
                 try:
                     row = json.loads(line) if line.strip() else None
                 except ValueError:
-                    row = None  # a line cut by a crash: asked again
+                    continue
                 if isinstance(row, dict) and isinstance(row.get("key"), str):
                     self.rows[row["key"]] = row
+
+    def append(self, row: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.rows[row["key"]] = row
+
+
+class RephraseCache(JsonlCache):
+    """``<work>/rephrasings.jsonl``: one line per entry request."""
 
     def get(self, entry: EntryPoint, n: int) -> dict[str, Any] | None:
         """The cached request for ``entry`` if it asked for at least ``n`` rephrasings."""
@@ -287,10 +298,7 @@ class RephraseCache:
         row = {"key": cache_key(entry), "entry_id": entry.id, "prompt_version": PROMPT_VERSION, "asked": result.asked,
                "kept": [{"question": d.question, "spans": d.spans} for d in result.decisions if d.reason is None],
                "dropped": result.dropped}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        self.rows[row["key"]] = row
+        self.append(row)
 
 
 # ---- every entry ---------------------------------------------------------------------------------

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.finetune import benchmark_queries, load_entries
+from builder.finetune import benchmark_queries
 from builder.finetune_data import (
-    TokenizerTokens,
     build_dataset,
     check,
     entry_examples,
@@ -25,19 +24,10 @@ from edge_runtime.read.json_constraint import JsonSlotsConstraint
 from edge_runtime.read.prompt_variants import short_prompt_parts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tiny_llama import session_base, tiny_llama_dir  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def tokens(tmp_path_factory) -> TokenizerTokens:
-    return TokenizerTokens.from_file(tiny_llama_dir(session_base(tmp_path_factory)) / "tokenizer.json")
-
-
-@pytest.fixture(scope="module")
-def entries() -> dict:
-    return load_entries([REPO / "bundles" / "examples"])
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from builder.finetune import benchmark_queries, extra_rows, load_entries, prepare_dataset
-from builder.finetune_data import TokenizerTokens, build_dataset, normalise, split_entries, target_ids
+from builder.finetune import benchmark_queries, extra_rows, prepare_dataset
+from builder.finetune_data import build_dataset, normalise, split_entries, target_ids
 from builder.finetune_misslog import (
     EVALUATION,
     KIND,
@@ -36,7 +36,6 @@ from builder.llm.stub_server import StubMessagesServer
 from edge_runtime.read.prompt_variants import short_prompt_parts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tiny_llama import session_base, tiny_llama_dir  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
@@ -102,14 +101,6 @@ MIXED_LOG = [MISSED, None, CHANGED, MISSED, REJECTED, EVALUATED, UNANSWERED, Non
 FORBIDDEN = frozenset({normalise(EVALUATED)})
 
 
-@pytest.fixture(scope="module")
-def tokens(tmp_path_factory) -> TokenizerTokens:
-    return TokenizerTokens.from_file(tiny_llama_dir(session_base(tmp_path_factory)) / "tokenizer.json")
-
-
-@pytest.fixture(scope="module")
-def entries() -> dict:
-    return load_entries([REPO / "bundles" / "examples"])
 
 
 def config(base_url: str, **overrides: Any) -> ClientConfig:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from builder.finetune import benchmark_queries, load_entries
-from builder.finetune_data import TokenizerTokens, build_dataset, split_entries, target_ids
+from builder.finetune import benchmark_queries
+from builder.finetune_data import build_dataset, split_entries, target_ids
 from builder.finetune_rephrase import (
     KIND,
     RephraseCache,
@@ -31,7 +31,6 @@ from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.read.prompt_variants import short_prompt_parts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tiny_llama import session_base, tiny_llama_dir  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
@@ -77,14 +76,6 @@ GOOD_SCRIPT = [
 ]
 
 
-@pytest.fixture(scope="module")
-def tokens(tmp_path_factory) -> TokenizerTokens:
-    return TokenizerTokens.from_file(tiny_llama_dir(session_base(tmp_path_factory)) / "tokenizer.json")
-
-
-@pytest.fixture(scope="module")
-def entries() -> dict:
-    return load_entries([REPO / "bundles" / "examples"])
 
 
 def config(base_url: str, **overrides: Any) -> ClientConfig:
