@@ -66,6 +66,8 @@ def similarity(literal: Literal, question: str, mention: Mention, plain_twin: bo
         score -= 0.5
     elif mention.money and name_money and plain_twin:
         score += 0.5  # "A 2 x 4 costs $4": a price is the "$4", not the "4" of "2 x 4"
+    if literal.in_share and mention.percent:
+        score += 1.0  # "100000 * 20 * .01": the 20 scaled to a share is the "20%", not the "20 years" beside it
     if _DIMENSION_BEFORE.search(question[max(0, mention.start - 4):mention.start]):
         score -= 0.5  # the 10 of "2 x 4 x 10 boards" is a size, not the count or price of the boards
     if _TIMES.match(question[mention.end:mention.end + 8]):

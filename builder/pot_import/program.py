@@ -50,6 +50,8 @@ class Literal:
     top_level: bool  # the enclosing statement is directly in the function body
     in_loop: bool
     excluded: str | None = None  # why it can never be a parameter (round ndigits, an index...)
+    #: A factor of a product the program scales to a share (``20 * .01``, ``x * 20 / 100``): it reads a percent.
+    in_share: bool = False
 
 
 class PalProgram:
@@ -242,12 +244,13 @@ def _collect_literals(func: ast.FunctionDef) -> list[Literal]:
         excluded = _excluded_constants(stmt)
         own_exprs = _own_expressions(stmt)
         for expr in own_exprs:
+            shares = _share_factors(expr)
             for node in ast.walk(expr):
                 if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
                     literals.append(Literal(
                         id=len(literals), node=node, value=node.value, order=len(literals),
                         direct=direct.get(id(node)), target=target, names=names, top_level=top, in_loop=in_loop,
-                        excluded=excluded.get(id(node)),
+                        excluded=excluded.get(id(node)), in_share=id(node) in shares,
                     ))
         for attr in ("body", "orelse", "finalbody", "handlers"):
             block = getattr(stmt, attr, None)
@@ -263,6 +266,28 @@ def _collect_literals(func: ast.FunctionDef) -> list[Literal]:
     for stmt in body:
         visit_stmt(stmt, True, False)
     return literals
+
+
+def _share_factors(expr: ast.AST) -> set[int]:
+    """Ids of the constants multiplied into a product that is scaled to a share: ``20 * .01``, ``100000 * 20 * .01``,
+    ``x * 20 / 100`` (the 20, and the 100000, which a percent mention cannot read anyway; not the .01 or the 100)."""
+    found: set[int] = set()
+
+    def factors(node: ast.AST) -> list[ast.Constant]:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            return factors(node.left) + factors(node.right)
+        return [node] if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) else []
+
+    for node in ast.walk(expr):
+        if not isinstance(node, ast.BinOp):
+            continue
+        if isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant) and node.right.value == 100:
+            found |= {id(c) for c in factors(node.left)}
+        elif isinstance(node.op, ast.Mult):
+            parts = factors(node)
+            if any(c.value == 0.01 for c in parts):
+                found |= {id(c) for c in parts if c.value != 0.01}
+    return found
 
 
 def _own_expressions(stmt: ast.stmt) -> list[ast.AST]:

@@ -170,6 +170,23 @@ def test_weeks_in_a_named_month_are_a_unit_conversion(importer):
     assert answer(entry, compiled, q.replace("6 hours", "8 hours")) == 1440
 
 
+def test_a_number_scaled_to_a_share_reads_the_percent_of_two_equal_numbers(importer):
+    """``100000 * 20 * .01`` (a worked solution's way of writing 20%) beside ``/ 20`` for the years: the 20 scaled to
+    a share is the "20%", whatever the order; bound by order it was the years, and the entry answered with the two
+    crossed (GSM8K 1105: its worked solution then vetoed the right entry and froze both)."""
+    q = ("Lauren won $100000 and spreads what she keeps over 20 years. She keeps 20% of the prize. How much does she "
+         "spend each year?")
+    t = transcript(q, """
+        step_1 = 100000 * 20 * .01
+        step_2 = step_1 / 20
+        return step_2
+    """, 1000)
+    result = accepted(importer, t)
+    entry, compiled = load_entry(result.source, result.id)
+    assert answer(entry, compiled, q.replace("20%", "10%")) == 500
+    assert answer(entry, compiled, q.replace("20 years", "5 years")) == 4000
+
+
 def test_literal_not_in_the_question_stays_constant(importer):
     q = (
         "Jim earns $10 an hour and works 40 hours. Overtime pays time and a half. He works 5 hours of overtime. How "
