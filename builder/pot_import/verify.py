@@ -390,7 +390,7 @@ class Importer:
         program with its GSM-Hard numbers mapped back to the original question's."""
         try:
             program = self._program(t)
-            restored = plan_parameters(t.question, self._program(t), t.variant, t.docstring).restored
+            restored = plan_parameters(t.question, program, t.variant, t.docstring).restored
             own = IndependentProgram(PAL_PROGRAM, program.original_code(restored))
         except Exception:  # noqa: BLE001 - a row's own program that cannot be read checks nothing
             own = None
