@@ -194,9 +194,9 @@ def more_people(template: tuple[str, ...], question: tuple[str, ...], *, templat
     return bool(t) and t < q and not template_pronoun
 
 
-#: "one" or "each" picking one of the things asked about: "for *one of* them", "will *one playlist* last", "in *each
-#: house*" (not "twenty-one", "one-third", "each one", "no one", "one more").
-_ONE_ASKED = re.compile(r"(?<![-\w])(?<!\beach )(?<!\bevery )(?<!\bany )(?<!\bno )(?P<word>one|each)\b(?!-)"
+#: "one" picking one of the things asked about: "for *one of* them", "will *one playlist* last" (not "twenty-one",
+#: "one-third", "each one", "no one", "one more").
+_ONE_ASKED = re.compile(r"(?<![-\w])(?<!\beach )(?<!\bevery )(?<!\bany )(?<!\bno )one\b(?!-)"
                         r"(?:\s+of\b|\s+(?P<thing>[a-z]+))", re.IGNORECASE)
 
 
@@ -211,11 +211,7 @@ def narrows_to_one(template_target: str, asked: str) -> bool:
         return False
     template_words = {w: plural_stem(w) for w in WORD.findall(template)}
     for one in _ONE_ASKED.finditer(asked):
-        if one.group("word").lower() == "each" and "each" in template_words:
-            continue  # the template already asks per thing
         thing = (one.group("thing") or "").lower()
-        if thing == "one":
-            continue  # "each one", as "each"
         if not thing:
             return True  # "one of them"
         plural = [w for w, s in template_words.items() if s == plural_stem(thing) and w != s]

@@ -454,17 +454,6 @@ def test_one_as_a_slot_value_a_compound_or_of_a_thing_asked_in_the_singular_is_n
     assert narrows_to_one("how many hours will the # playlists last in total?", "how many hours will one playlist last?")
 
 
-def test_each_of_the_things_asked_about_in_the_plural_narrows_the_question():
-    from edge_runtime.read.question_words import narrows_to_one
-
-    assert narrows_to_one("how many total windows are there between the houses?",
-                          "How many total windows are there in each house?")
-    assert narrows_to_one("how many more petals do the daisies have than the orchids?",
-                          "how many more petals does each of the daisies have compared to each of the orchids?")
-    assert not narrows_to_one("how much does each ticket cost?", "How much does each ticket cost, in dollars?")
-    assert not narrows_to_one("how many cookies do the kids eat?", "How many cookies do the kids eat, each one counted?")
-
-
 def test_a_reworded_final_question_that_asks_the_same_thing_is_served_on_the_model_path():
     question = ("A bus goes 60 miles per hour for 5 hours and a car goes 60 miles per hour for 8 hours. "
                 "How much farther did the bus go than the car, in miles?")
