@@ -50,7 +50,7 @@ class Literal:
     top_level: bool  # the enclosing statement is directly in the function body
     in_loop: bool
     excluded: str | None = None  # why it can never be a parameter (round ndigits, an index...)
-    #: A factor of a product the program scales to a share (``20 * .01``, ``x * 20 / 100``): it reads a percent.
+    #: Written next to a scale to a share (``20 * .01``, ``x * 20 / 100``): it reads a percent.
     in_share: bool = False
 
 
@@ -269,24 +269,26 @@ def _collect_literals(func: ast.FunctionDef) -> list[Literal]:
 
 
 def _share_factors(expr: ast.AST) -> set[int]:
-    """Ids of the constants multiplied into a product that is scaled to a share: ``20 * .01``, ``100000 * 20 * .01``,
-    ``x * 20 / 100`` (the 20, and the 100000, which a percent mention cannot read anyway; not the .01 or the 100)."""
+    """Ids of the constants written next to a scale to a share: the 20 of ``20 / 100``, ``20 * .01``, ``.01 * 20``,
+    ``100000 * 20 * .01`` and ``x * 20 / 100``; not the base of a product (the 40 students of ``40 * (100 - 40) /
+    100``, the 20 pencils of ``20 * 25 / 100``), whose value a percent mention may share by chance."""
     found: set[int] = set()
 
-    def factors(node: ast.AST) -> list[ast.Constant]:
+    def next_to_scale(node: ast.AST, right_side: bool) -> None:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-            return factors(node.left) + factors(node.right)
-        return [node] if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) else []
+            node = node.right if right_side else node.left
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            found.add(id(node))
 
     for node in ast.walk(expr):
         if not isinstance(node, ast.BinOp):
             continue
         if isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant) and node.right.value == 100:
-            found |= {id(c) for c in factors(node.left)}
-        elif isinstance(node.op, ast.Mult):
-            parts = factors(node)
-            if any(c.value == 0.01 for c in parts):
-                found |= {id(c) for c in parts if c.value != 0.01}
+            next_to_scale(node.left, right_side=True)
+        elif isinstance(node.op, ast.Mult) and isinstance(node.right, ast.Constant) and node.right.value == 0.01:
+            next_to_scale(node.left, right_side=True)
+        elif isinstance(node.op, ast.Mult) and isinstance(node.left, ast.Constant) and node.left.value == 0.01:
+            next_to_scale(node.right, right_side=False)
     return found
 
 

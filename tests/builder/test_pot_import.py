@@ -187,6 +187,20 @@ def test_a_number_scaled_to_a_share_reads_the_percent_of_two_equal_numbers(impor
     assert answer(entry, compiled, q.replace("20 years", "5 years")) == 4000
 
 
+@pytest.mark.parametrize("q, body, gold, change, expected", [
+    # the base of a product that has the percent as a complement: the 40 students stay the students
+    ("There are 40 students in a class. 40% of the students are boys. How many girls are in the class?",
+     "girls = 40 * (100 - 40) / 100\nreturn girls", 24, ("40 students", "50 students"), 30),
+    # cents turned into dollars (/ 100) beside a percent of another value: the 20 pencils stay the pencils
+    ("Sam buys 20 pencils at 25 cents each. He gets a 20% discount. How many dollars does he pay?",
+     "cost = 20 * 25 / 100 * 0.8\nreturn cost", 4, ("20 pencils", "30 pencils"), 6),
+])
+def test_only_the_number_written_next_to_the_scale_reads_the_percent(importer, q, body, gold, change, expected):
+    result = accepted(importer, transcript(q, body, gold))
+    entry, compiled = load_entry(result.source, result.id)
+    assert answer(entry, compiled, q.replace(*change)) == pytest.approx(expected)
+
+
 def test_literal_not_in_the_question_stays_constant(importer):
     q = (
         "Jim earns $10 an hour and works 40 hours. Overtime pays time and a half. He works 5 hours of overtime. How "
