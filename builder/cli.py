@@ -93,15 +93,11 @@ def _rephraser(args: argparse.Namespace, client: Any = None) -> Any:
     (and without --replay) only rephrasings cached by an earlier run under --work are used, and nothing is asked.
     ``client``: one already made for this run (shared, so one meter and one cassette)."""
     from builder.finetune_rephrase import Rephraser
-    from builder.llm.client import ClientConfig, LLMClient
 
-    per_entry = args.rephrasings
-    if per_entry <= 0:
+    if args.rephrasings <= 0:
         return None
-    if not _can_ask(args):
-        print(f"arc-build: no {API_KEY_ENV}: only the rephrasings cached under {args.work} are used", file=sys.stderr)
-    client = (client or LLMClient(ClientConfig.from_flags(args))) if _can_ask(args) else None
-    return Rephraser(client, args.work / "rephrasings.jsonl", per_entry, args.rephrase_limit)
+    return Rephraser(_asking_client(args, client, "rephrasings"), args.work / "rephrasings.jsonl", args.rephrasings,
+                     args.rephrase_limit)
 
 
 def _misslog_labeller(args: argparse.Namespace, client: Any = None) -> Any:
@@ -110,14 +106,22 @@ def _misslog_labeller(args: argparse.Namespace, client: Any = None) -> Any:
     Asks the source model and the judges only with a key or --replay; otherwise only labels cached under --work are
     used. ``client``: the rephraser's, when there is one (one meter, one cassette)."""
     from builder.finetune_misslog import MissLogLabeller
-    from builder.llm.client import ClientConfig, LLMClient
 
     if not getattr(args, "miss_log", None):
         return None
+    return MissLogLabeller(_asking_client(args, client, "miss-log labels"), args.work / "misslog_labels.jsonl",
+                           list(args.miss_log), args.miss_log_limit)
+
+
+def _asking_client(args: argparse.Namespace, client: Any, what: str) -> Any:
+    """The client that asks for ``what`` (``client`` when one is already made for this run), or None without a key or
+    --replay: then only what an earlier run cached under --work is used, and the user is told so."""
+    from builder.llm.client import ClientConfig, LLMClient
+
     if not _can_ask(args):
-        print(f"arc-build: no {API_KEY_ENV}: only the miss-log labels cached under {args.work} are used", file=sys.stderr)
-    client = (client or LLMClient(ClientConfig.from_flags(args))) if _can_ask(args) else None
-    return MissLogLabeller(client, args.work / "misslog_labels.jsonl", list(args.miss_log), args.miss_log_limit)
+        print(f"arc-build: no {API_KEY_ENV}: only the {what} cached under {args.work} are used", file=sys.stderr)
+        return None
+    return client or LLMClient(ClientConfig.from_flags(args))
 
 
 def _main(argv: list[str] | None) -> int:

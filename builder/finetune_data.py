@@ -66,7 +66,7 @@ class Example:
     entry_id: str
     question: str
     spans: tuple[tuple[str, str], ...]  # (parameter, span as the question states it), in parameter order
-    kind: str  # "original", "rendering", "reworded:<transformations>" or "source_rephrasing" (finetune_rephrase.py)
+    kind: str  # "original", "rendering", "reworded:<...>", "source_rephrasing" (finetune_rephrase), "miss_log" (finetune_misslog)
 
 
 @dataclass
@@ -214,7 +214,7 @@ def build_dataset(
 ) -> Dataset:
     """Examples, their token rows and a digest of both. ``per_entry`` overrides (renderings, rewordings) by id.
 
-    ``extra_examples`` (by entry id; the source model's rephrasings) go through the same checks and target
+    ``extra_examples`` (by entry id: the source model's rephrasings, labelled miss-log rows) go through the same checks and target
     construction as the generated ones, and to the same side of the split as their entry."""
     parts = PROMPTS[prompt]
     eligible = [e for e in sorted(entries) if normalise(entries[e].question or "") not in forbidden]

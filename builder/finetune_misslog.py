@@ -39,6 +39,7 @@ from builder.finetune_rephrase import (
 )
 from builder.llm.client import FatalLLMError, LLMClient, LLMError, Meter, Tool
 from edge_runtime.entries.metadata import EntryPoint
+from edge_runtime.read.template_facts import SLOT
 
 #: Bumped whenever the prompts or the checks change what is kept: cached labels of another version are not used.
 PROMPT_VERSION = 1
@@ -110,10 +111,10 @@ def missed_questions(records: Iterable[Mapping[str, Any]],
     counts: Counter[str] = Counter()
     nearest: dict[str, Counter[str]] = {}
     for record in records:
-        text = record.get("query") if isinstance(record, Mapping) else None
         if not isinstance(record, Mapping):
             skipped[NOT_A_RECORD] += 1
             continue
+        text = record.get("query")
         if not isinstance(text, str) or not text.strip():
             skipped[NO_TEXT] += 1
             continue
@@ -134,7 +135,6 @@ def missed_questions(records: Iterable[Mapping[str, Any]],
 
 
 _WORD = re.compile(r"[a-z]{3,}")
-_SLOT = re.compile(r"\{\w+\}")
 
 
 def _words(text: str) -> set[str]:
@@ -152,7 +152,7 @@ def candidates(missed: MissedQuestion, entries: Mapping[str, EntryPoint],
     words = _words(missed.question)
 
     def overlap(entry: EntryPoint) -> float:
-        template = _words(_SLOT.sub(" ", entry.template))
+        template = _words(SLOT.sub(" ", entry.template))
         return len(words & template) / (len(words | template) or 1)
 
     scored = sorted((-overlap(e), k) for k, e in usable.items() if e not in chosen)

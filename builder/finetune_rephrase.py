@@ -27,6 +27,7 @@ from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.errors import ExtractionError
 from edge_runtime.read.extractor import validate_spans
 from edge_runtime.read.mentions import scan
+from edge_runtime.read.template_facts import SLOT
 
 #: Bumped whenever the prompts or the checks change what is kept: cached rephrasings of another version are not used.
 PROMPT_VERSION = 1
@@ -176,7 +177,7 @@ def mechanical_problem(entry: EntryPoint, question: str, spans: Mapping[str, str
     if changed:
         return "a span reads as another value", ", ".join(f"{n}={values[n]!r}" for n in changed)
     # a question with values of its own may state the template's constants again, not its original values
-    allowed_text = entry.question if original_values else re.sub(r"\{\w+\}", " ", entry.template)
+    allowed_text = entry.question if original_values else SLOT.sub(" ", entry.template)
     added = added_numbers(allowed_text, question, spans.values())
     if added:
         return "states a number the original does not", ", ".join(f"{n:g}" for n in added)

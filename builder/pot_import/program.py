@@ -8,9 +8,8 @@ builtins under a time budget, because the program is untrusted code.
 from __future__ import annotations
 
 import ast
-import copy
 import keyword
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,15 +102,11 @@ class PalProgram:
         self.literals = _collect_literals(func)
         self._defaults = {lit.id: lit.node.value for lit in self.literals}
 
-    def original_code(self, restored: Mapping[int, Any]) -> str:
-        """The program's code for the original question: every literal in ``restored`` (a GSM-Hard number mapped
-        back, by literal id) written as its original value, so that it can check another author's entry."""
-        tree = copy.deepcopy(self.tree)
-        twins = {id(a): b for a, b in zip(ast.walk(self.tree), ast.walk(tree))}
-        for lit in self.literals:
-            if lit.id in restored:
-                twins[id(lit.node)].value = restored[lit.id]
-        return ast.unparse(tree)
+    @property
+    def code(self) -> str:
+        """The program as it runs now: after ``set_defaults`` of the GSM-Hard numbers mapped back, the program for
+        the original question (so that it can check another author's entry)."""
+        return ast.unparse(self.tree)
 
     def fold_constants(self, targets: Sequence[float]) -> int:
         """Replace a constant expression whose value is one of ``targets`` by that single literal.

@@ -390,8 +390,8 @@ class Importer:
         program with its GSM-Hard numbers mapped back to the original question's."""
         try:
             program = self._program(t)
-            restored = plan_parameters(t.question, program, t.variant, t.docstring).restored
-            own = IndependentProgram(PAL_PROGRAM, program.original_code(restored))
+            program.set_defaults(plan_parameters(t.question, program, t.variant, t.docstring).restored)
+            own = IndependentProgram(PAL_PROGRAM, program.code)
         except Exception:  # noqa: BLE001 - a row's own program that cannot be read checks nothing
             own = None
         authors = [a for a in (own, *t.independent) if a is not None]

@@ -387,8 +387,7 @@ class ReasoningGuard:
             return f"the question's final question {change}, which changes what it asks for"
         # "one" narrows what it asks to one of the things the story counts ("how much does she spend on food *for one
         # of them*", "how many hours will *one playlist* last" of an entry that asks about all of them): a weak
-        # number the no-added-quantities check leaves alone. A template's final question that already asks per
-        # thing ("a", "each", "per", "one") may be reworded with it.
+        # number the no-added-quantities check leaves alone (question_words.narrows_to_one says which "one" is).
         if cfg.check_modifiers and narrows_to_one(template_target, asked):
             return "the question's final question asks about one of the things its story counts, the entry's about all"
         # The things it asks about by a one-letter name ("exit *B*", "Movie *B*", "Districts B and C"): content words

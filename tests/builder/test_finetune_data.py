@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -22,12 +20,6 @@ from builder.finetune_rewording import TRANSFORMS, number_words, reword
 from edge_runtime.read.extractor import _slot_spec, validate_spans
 from edge_runtime.read.json_constraint import JsonSlotsConstraint
 from edge_runtime.read.prompt_variants import short_prompt_parts
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-REPO = Path(__file__).resolve().parents[2]
-
-
 
 
 @pytest.fixture(scope="module")

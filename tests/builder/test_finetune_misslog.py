@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +34,8 @@ from builder.llm.client import ClientConfig, LLMClient
 from builder.llm.stub_server import StubMessagesServer
 from edge_runtime.read.prompt_variants import short_prompt_parts
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
-REPO = Path(__file__).resolve().parents[2]
 API_KEY = "sk-test-misslog-key-9876543210"
 ENTRY = "school-trip-cost"
 ORDER = ("students", "teachers", "seats", "bus_price", "ticket_price")

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,11 +28,8 @@ from builder.llm.stub_server import StubMessagesServer
 from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.read.prompt_variants import short_prompt_parts
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
-REPO = Path(__file__).resolve().parents[2]
 API_KEY = "sk-test-rephrase-key-0123456789"
 ENTRY = "school-trip-cost"
 ORDER = ("students", "teachers", "seats", "bus_price", "ticket_price")

@@ -112,8 +112,9 @@ def test_the_rows_own_program_checks_others_with_its_gsm_hard_numbers_mapped_bac
     question = "Her ducks lay 16 eggs a day. She eats 3 and sells the rest at $2 each. How much does she make a day?"
     variant = question.replace("16 eggs", "4933828 eggs")
     code = as_solution("eggs = 4933828\neaten = 3\nprice = 2\nans = (eggs - eaten) * price")
-    restored = plan_parameters(question, PalProgram(code), variant, question).restored
-    original = PalProgram(code).original_code(restored)
+    program = PalProgram(code)
+    program.set_defaults(plan_parameters(question, program, variant, question).restored)
+    original = program.code
     assert "4933828" not in original and "16" in original
     assert PalProgram(original).run({}) == 26
 
