@@ -282,8 +282,10 @@ class JsonlCache:
 
     def append(self, row: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        with open(self.path, "a+b") as handle:  # writes go to the end whatever was read
+            size = handle.seek(0, 2)
+            cut = size > 0 and handle.seek(size - 1) >= 0 and handle.read(1) != b"\n"  # a line cut by a crash
+            handle.write((("\n" if cut else "") + json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
         self.rows[row["key"]] = row
 
 

@@ -167,6 +167,20 @@ def test_an_evaluation_query_is_dropped_and_a_failed_source_call_is_not_cached(e
 
 
 # ---- (c) the cache ---------------------------------------------------------------------------------
+def test_a_cache_file_cut_by_a_crash_or_edited_by_hand_is_read_around_its_bad_lines(tmp_path):
+    """A line cut mid-write, a line that is not an object, an object without a key: skipped (their requests are asked
+    again), never a crash; the good lines still answer."""
+    from builder.finetune_misslog import LabelCache
+
+    path = tmp_path / "cache.jsonl"
+    path.write_text('{"key": "a", "asked": 4, "kept": [], "dropped": {}}\n[1, 2]\n{"no": "key"}\n\n{"key": "b", "ask',
+                    encoding="utf-8")
+    for cache in (RephraseCache(path), LabelCache(path)):
+        assert list(cache.rows) == ["a"]
+    RephraseCache(path).append({"key": "c", "asked": 1, "kept": [], "dropped": {}})
+    assert sorted(RephraseCache(path).rows) == ["a", "c"]  # an append after a cut line is read again
+
+
 def test_a_second_run_reads_the_cache_and_sends_no_request(entries, tokens, tmp_path):
     entry = entries[ENTRY]
     cache = tmp_path / "work" / "rephrasings.jsonl"
