@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edge_runtime.entries.metadata import EntryPoint
+from edge_runtime.read.asking_words import asking_word_change
 from edge_runtime.read.disclaimers import IRRELEVANCE
 from edge_runtime.read.english_words import plural_stem
 from edge_runtime.read.measures import asked_unit_change, share_asked_as_count, unit_refusal
@@ -126,6 +127,9 @@ class GuardConfig:
     #: states its number with another unit or a word of its own ("two servings"), or in a subunit ("30 cents"); and a
     #: final question that asks in a unit the entry's does not ("how many minutes" of an entry that answers in hours).
     check_units: bool = True
+    #: On the model path, refuse a final sentence that drops a word the template's asks with while its story still
+    #: names it, or adds one the template states only as a given (asking_words: "need" for "need to buy").
+    check_asking_words: bool = True
 
 
 @dataclass
@@ -448,6 +452,8 @@ class ReasoningGuard:
             if model_path and cfg.model_path_reversal_words is not None and len(given) >= cfg.model_path_reversal_words:
                 return (f"the question asks about {', '.join(repr(w) for w in given)}, which the entry's "
                         "reasoning takes as given, not what it answers")
+            if cfg.check_asking_words and (changed := asking_word_change(read.facts.literal.replace("\x00", "#"), question)):
+                return changed
         return None
 
     def _similar_targets(self, template_target: str, asked: str) -> bool:

@@ -382,7 +382,7 @@ def test_a_reversal_that_asks_for_a_given_is_refused_on_the_model_path():
     assert check(BUS, question, BUS_VALUES, "lm-draft") is not None  # it no longer asks "than" anything either
     refusal = ReasoningGuard(GuardConfig(check_modifiers=False, check_units=False))(BUS, question, BUS_VALUES, "lm-draft")
     assert refusal is not None and "takes as given" in refusal and "'hour'" in refusal
-    off = GuardConfig(model_path_reversal_words=None, check_modifiers=False, check_units=False)
+    off = GuardConfig(model_path_reversal_words=None, check_modifiers=False, check_units=False, check_asking_words=False)
     assert ReasoningGuard(off)(BUS, question, BUS_VALUES, "lm-draft") is None
 
 

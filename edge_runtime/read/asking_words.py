@@ -1,0 +1,82 @@
+"""Does a question read by the model keep the words its final sentence asks with?
+
+On the aligned path the aligner has compared the final question word by word, renames included
+(``final_question``). On the model path nothing has: the statements were reworded too much to align, so the guard
+only knew that the final questions share a third of their content words. That let through final sentences that
+keep the story but ask for another quantity of it: "how many feet of line does he *need*" for "need *to buy*",
+"how many tulips *has he planted*" for "does he have", "*if he puts all the rolls and croissants* end to end" for
+"all the baked goods", "*after the second week*, how many ...".
+
+Without an alignment, the evidence of a rename is the question itself: a rewording renames a thing everywhere, so
+a word of the template's final sentence that the question's final sentence drops while its story still uses it
+was not renamed — the question no longer asks with it; and a word the question's final sentence adds that the
+template uses only before its final sentence asks about a given. People are left to the role checks (a name for a
+pronoun is not a change here), and so are the givens a final sentence may restate: the asking clause counts up to
+its first number ("how much does he pay for 16 glasses" asks as "how much does he pay for"), a condition that
+states a number not at all.
+"""
+
+from __future__ import annotations
+
+import re
+
+from edge_runtime.read.english_words import NUMBER_WORDS, ONES, TENS, word_stem
+from edge_runtime.read.question_words import STOP_WORDS, WORD, people, sentences
+
+#: Words that pose a question or count, not what it asks for ("how many", "what is the number of", "calculate").
+_FRAME = frozenset("""how what which who whom whose when where why calculate compute find determine figure work
+                   number amount total value many much""".split())
+_NUMBER = re.compile(r"[#$\d]|\x00")
+_QUESTION_WORD = re.compile(r"\b(?:how|what|which|who|whom|whose|calculate|compute|find|determine)\b", re.IGNORECASE)
+#: Clauses end at punctuation and start at a condition's word or the question word ("If he eats 5 a day how many ...")
+_CLAUSE = re.compile(rf"[,;:]|\b(?:if|when|after|before)\b|(?={_QUESTION_WORD.pattern})", re.IGNORECASE)
+_NUMBER_WORDS = frozenset(NUMBER_WORDS) | frozenset(ONES) | frozenset(TENS)
+
+
+def final_sentence(text: str) -> tuple[int, int]:
+    """(start, end) of the last sentence with a '?' (else the last sentence)."""
+    spans = sentences(text)
+    if not spans:
+        return 0, len(text)
+    asked = [(s, e) for s, e in spans if "?" in text[s:e]]
+    return (asked or spans)[-1]
+
+
+def _asking_words(final: str, names: set[str]) -> dict[str, str]:
+    """The stems a final sentence asks with (-> the word as written), without frame words and names: the clause with
+    the question word up to its first number, and each other clause that states no number (one that does restates
+    a given as a condition: "If she sells the rest for $3 each, how much ...")."""
+    out: dict[str, str] = {}
+    for clause in _CLAUSE.split(final):
+        number = _NUMBER.search(clause)
+        if number and not _QUESTION_WORD.search(clause):
+            continue
+        head = clause[: number.start()] if number else clause
+        for w in WORD.findall(head.lower()):
+            if w in STOP_WORDS or w in _FRAME or w in _NUMBER_WORDS or w in names or len(w) < 3:
+                continue
+            out.setdefault(word_stem(w), w)
+    return out
+
+
+def _story_words(text: str, names: set[str]) -> set[str]:
+    return {word_stem(w) for w in WORD.findall(text.lower()) if w not in STOP_WORDS and w not in names}
+
+
+def asking_word_change(template_literal: str, question: str) -> str | None:
+    """Why the question's final sentence asks with other words than the template's (``template_literal``: slots
+    blanked), judged by what each story still names; None when it keeps them or renames them everywhere."""
+    names = {p.lower() for p in people(template_literal) + people(question)}
+    ts, te = final_sentence(template_literal)
+    qs, qe = final_sentence(question)
+    t_asks = _asking_words(template_literal[ts:te], names)
+    q_asks = _asking_words(question[qs:qe], names)
+    t_story = _story_words(template_literal[:ts] + " " + template_literal[te:], names)
+    q_story = _story_words(question[:qs] + " " + question[qe:], names)
+    kept_aside = [word for w, word in t_asks.items() if w not in q_asks and w in q_story]
+    if kept_aside:
+        return f"the question's final sentence no longer asks with {kept_aside[0]!r}, which its story still names"
+    given = [word for w, word in q_asks.items() if w not in t_asks and w in t_story]
+    if given:
+        return f"the question's final sentence asks with {given[0]!r}, which the entry's story states as given"
+    return None

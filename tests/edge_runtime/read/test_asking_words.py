@@ -1,0 +1,82 @@
+"""The model path's final sentence keeps the words the template's asks with (edge_runtime/read/asking_words.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.read.asking_words import asking_word_change
+from edge_runtime.read.english_words import word_stem
+from edge_runtime.read.guard import GuardConfig, ReasoningGuard
+
+HOSE = ("A gardener needs to buy new hose. He wants # feet of hose for every flower bed. There are # beds, and he "
+        "already has # feet of hose. How many feet of hose does he need to buy?")
+TREES = "Omar plants # pear trees a week in his orchard. After # weeks, how many pear trees does he have if # died?"
+CAKES = ("Ann bakes # cakes, # pies and # cookies. Each cake sells for $#. If Ann sells all the baked goods, how much "
+         "does she earn?")
+
+
+@pytest.mark.parametrize("template, question, word", [
+    # a word the template asks with, dropped while the story still names it: another quantity
+    (HOSE, "A gardener needs to buy new hose. He wants 2 feet of hose for every flower bed. There are 9 beds, and he "
+           "already has 5 feet of hose. How many feet of hose does he need?", "buy"),
+    # a verb of the story the template does not ask with, in any tense
+    (TREES, "Omar plants 4 pear trees a week in his orchard. After 6 weeks, how many pear trees has he planted if 3 "
+            "died?", "planted"),
+    # the final sentence's condition counts as well: here it narrows the goods to some of them
+    (CAKES, "Ann bakes 4 cakes, 3 pies and 9 cookies. Each cake sells for $5. If Ann sells all the pies and cookies, "
+            "how much does she earn?", "baked"),
+])
+def test_a_final_sentence_that_asks_with_other_words_of_the_story_is_refused(template, question, word):
+    refusal = asking_word_change(template, question)
+    assert refusal is not None and repr(word) in refusal
+
+
+@pytest.mark.parametrize("template, question", [
+    # reworded around the same words
+    (HOSE, "A gardener must buy some new hose. For every flower bed he wants 2 feet of hose. There are 9 beds, and 5 "
+           "feet of hose are already his. How many feet of hose must he buy?"),
+    # the thing asked about renamed everywhere, and a name for the pronoun
+    (TREES, "Lena plants 4 apple saplings a week in her orchard. After 6 weeks, how many apple saplings does Lena "
+            "have if 3 died?"),
+    # a given restated after a number of the final sentence ("for 9 cookies") asks as the template does
+    (CAKES, "Ann bakes 4 cakes, 3 pies and 9 cookies. Each cake sells for $5. If Ann sells all the baked goods, how "
+            "much does she earn in dollars?"),
+    # a past tense for the present: the same verb
+    (TREES.replace("plants", "planted").replace("does he have", "did he have"),
+     "Omar plants 4 pear trees a week in his orchard. After 6 weeks, how many pear trees does he have if 3 died?"),
+])
+def test_a_final_sentence_reworded_or_renamed_throughout_passes(template, question):
+    assert asking_word_change(template, question) is None
+
+
+def test_the_stem_reads_a_verb_in_any_tense_and_a_plural():
+    assert {word_stem(w) for w in ("plant", "plants", "planted", "planting")} == {"plant"}
+    assert word_stem("bought") == word_stem("buys") == "buy"
+    assert word_stem("baked") == word_stem("bakes") == word_stem("bake")
+    assert word_stem("stopped") == word_stem("stop") and word_stem("needed") == word_stem("needs")
+    assert word_stem("speed") != word_stem("spend")
+
+
+HOSE_ENTRY = EntryPoint(
+    id="hose", description="feet of hose to buy",
+    template=("A gardener needs to buy new hose. He wants {per_bed} feet of hose for every flower bed. There are {beds} "
+              "beds, and he already has {owned} feet of hose. How many feet of hose does he need to buy?"),
+    params=(Param("per_bed", "feet per bed", int, 3, minimum=0), Param("beds", "beds", int, 8, minimum=0),
+            Param("owned", "feet owned", int, 4, minimum=0)),
+    root="r", answer_key="answer",
+)
+NEED = ("A gardener needs to buy new hose. He wants 2 feet of hose for every flower bed. There are 9 beds, and he "
+        "already has 5 feet of hose. How many feet of hose does he need?")
+
+
+def test_the_guard_applies_it_on_the_model_path_only_and_it_can_be_switched_off():
+    values = {"per_bed": 2, "beds": 9, "owned": 5}
+    guard = ReasoningGuard()
+    refusal = guard(HOSE_ENTRY, NEED, values, "lm-draft")
+    assert refusal is not None and "'buy'" in refusal
+    assert guard(HOSE_ENTRY, NEED.replace("need?", "need to buy?"), values, "lm-draft") is None
+    # the aligner has compared the final questions word by word before the guard sees an aligned reading
+    assert guard(HOSE_ENTRY, NEED, values, "aligned") is None
+    off = ReasoningGuard(GuardConfig(check_asking_words=False))
+    assert off(HOSE_ENTRY, NEED, values, "lm-draft") is None
