@@ -29,6 +29,7 @@ import ast
 import json
 import math
 import random
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from typing import Any
 
 from builder.eval.querysets import gsm8k_entry_id
 from builder.eval.split import Split
+from edge_runtime.read.template_facts import SLOT
 
 TEMPLATES = Path(__file__).parent / "data" / "probe_templates.json"
 #: More changed-reasoning variants of the same templates, by other authors (see ``load_templates``).
@@ -100,12 +102,22 @@ def load_templates(path: Path = TEMPLATES, more: Path | None = MORE) -> list[Pro
         base_condition = compile_lambda(raw["condition"])
         variants = [Variant("reparam", raw["template"], raw["slots"], compile_lambda(raw["answer"]), base_condition)]
         for changed in [*raw.get("changed", []), *later.get(int(raw["gsm8k_row"]), [])]:
+            if numbers_blanked(changed["template"], raw["slots"]) == numbers_blanked(raw["template"], raw["slots"]):
+                continue  # the same text with its numbers in each other's places ("swapped counts"): a re-parameterisation
             extra = compile_lambda(changed.get("changed_condition") or "lambda v: True")
             variants.append(Variant(changed["kind"], changed["template"], {**raw["slots"], **(changed.get("extra_slots") or {})},
                                     compile_lambda(changed["answer"]),
                                     lambda v, base=base_condition, extra=extra: base(v) and extra(v)))
         out.append(ProbeTemplate(int(raw["gsm8k_row"]), raw["half"], tuple(variants)))
     return out
+
+
+def numbers_blanked(template: str, slots: dict[str, Any]) -> str:
+    """The template with its number slots blanked (a slot of words, a name or a thing, keeps its name)."""
+    def blank(match: re.Match[str]) -> str:
+        domain = slots.get(match.group(1), ())
+        return match.group(0) if domain and all(isinstance(x, str) for x in domain) else "{}"
+    return SLOT.sub(blank, template)
 
 
 def _draw(slots: dict[str, Any], rng: random.Random) -> Values:

@@ -8,7 +8,15 @@ import re
 import pytest
 
 from builder.eval.gsm_data import GSM8K_TEST
-from builder.eval.template_probe import TEMPLATES, compile_lambda, load_templates, probe_split, report, write
+from builder.eval.template_probe import (
+    TEMPLATES,
+    compile_lambda,
+    load_templates,
+    numbers_blanked,
+    probe_split,
+    report,
+    write,
+)
 
 
 @pytest.mark.parametrize("source", [
@@ -49,6 +57,10 @@ def test_the_query_set_has_both_halves_and_changed_rows_never_answer_as_the_base
         if row.get("reasoning_changed"):  # the base reasoning on the same question would be served wrong
             assert row["kind"] != "template probe: reparam"
     assert len(by_row) == 179
+    for template in by_row.values():  # a changed variant is not the base text with its numbers in each other's places
+        base = template.variants[0]
+        blank = numbers_blanked(base.template, base.slots)
+        assert all(numbers_blanked(v.template, base.slots) != blank for v in template.variants[1:])
     records = tmp_path / "records.jsonl"
     records.write_text(json.dumps({"kind": rows[0]["kind"], "x_half": rows[0]["half"], "served": True, "should_serve": True,
                                    "correct": False, "miss_reason": ""}) + "\n")
