@@ -10,9 +10,10 @@ keep the story but ask for another quantity of it: "how many feet of line does h
 Without an alignment, the evidence of a rename is the question itself: a rewording renames a thing everywhere, so
 a word of the template's final sentence that the question's final sentence drops while its story still uses it
 was not renamed — the question no longer asks with it; and a word the question's final sentence adds that the
-template uses only before its final sentence asks about a given. People are left to the role checks (a name for a
-pronoun is not a change here), and so are the givens a final sentence may restate: the asking clause counts up to
-its first number ("how much does he pay for 16 glasses" asks as "how much does he pay for"), a condition that
+template uses only before its final sentence asks about a given. A condition of the final sentence that states no
+number ("*After the first week*, how many ...") must be the template's own, in its words: another one narrows what
+is asked. People are left to the role checks (a name for a pronoun is not a change here), and so are the givens a
+final sentence may restate: the asking clause counts up to its first number ("how much does he pay for 16 glasses" asks as "how much does he pay for"), a condition that
 states a number not at all.
 """
 
@@ -59,6 +60,18 @@ def _asking_words(final: str, names: set[str]) -> dict[str, str]:
     return out
 
 
+def _condition_words(final: str, names: set[str]) -> dict[str, str]:
+    """The stems of a final sentence's conditions that state no number ("After the first week, how many ...")."""
+    out: dict[str, str] = {}
+    for clause in _CLAUSE.split(final):
+        if _NUMBER.search(clause) or _QUESTION_WORD.search(clause):
+            continue
+        for w in WORD.findall(clause.lower()):
+            if w not in STOP_WORDS and w not in _NUMBER_WORDS and w not in names and len(w) >= 3:
+                out.setdefault(word_stem(w), w)
+    return out
+
+
 def _story_words(text: str, names: set[str]) -> set[str]:
     return {word_stem(w) for w in WORD.findall(text.lower()) if w not in STOP_WORDS and w not in names}
 
@@ -76,6 +89,10 @@ def asking_word_change(template_literal: str, question: str) -> str | None:
     kept_aside = [word for w, word in t_asks.items() if w not in q_asks and w in q_story]
     if kept_aside:
         return f"the question's final sentence no longer asks with {kept_aside[0]!r}, which its story still names"
+    t_final = _story_words(template_literal[ts:te], names)
+    added = [word for w, word in _condition_words(question[qs:qe], names).items() if w not in t_final]
+    if added:
+        return f"the question's final sentence adds a condition with {added[0]!r}, which the entry's does not state"
     given = [word for w, word in q_asks.items() if w not in t_asks and w in t_story]
     if given:
         return f"the question's final sentence asks with {given[0]!r}, which the entry's story states as given"

@@ -26,6 +26,9 @@ CAKES = ("Ann bakes # cakes, # pies and # cookies. Each cake sells for $#. If An
     # the final sentence's condition counts as well: here it narrows the goods to some of them
     (CAKES, "Ann bakes 4 cakes, 3 pies and 9 cookies. Each cake sells for $5. If Ann sells all the pies and cookies, "
             "how much does she earn?", "baked"),
+    # a condition the template's final sentence does not state narrows what it asks
+    (HOSE, "A gardener needs to buy new hose. He wants 2 feet of hose for every flower bed. There are 9 beds, and he "
+           "already has 5 feet of hose. By the end of spring, how many feet of hose does he need to buy?", "end"),
 ])
 def test_a_final_sentence_that_asks_with_other_words_of_the_story_is_refused(template, question, word):
     refusal = asking_word_change(template, question)
@@ -42,6 +45,11 @@ def test_a_final_sentence_that_asks_with_other_words_of_the_story_is_refused(tem
     # a given restated after a number of the final sentence ("for 9 cookies") asks as the template does
     (CAKES, "Ann bakes 4 cakes, 3 pies and 9 cookies. Each cake sells for $5. If Ann sells all the baked goods, how "
             "much does she earn in dollars?"),
+    # the template's own condition, reworded with its words; a condition that restates a given with its number
+    (CAKES, "Ann bakes 4 cakes, 3 pies and 9 cookies. Each cake sells for $5. Once Ann has sold all of the baked "
+            "goods, how much does she earn?"),
+    (HOSE, "A gardener needs to buy new hose. There are 9 beds, and he already has 5 feet of hose. If he wants 2 feet "
+           "of hose for every flower bed, how many feet of hose does he need to buy?"),
     # a past tense for the present: the same verb
     (TREES.replace("plants", "planted").replace("does he have", "did he have"),
      "Omar plants 4 pear trees a week in his orchard. After 6 weeks, how many pear trees does he have if 3 died?"),
