@@ -187,7 +187,8 @@ class ReasoningGuard:
         the first refusal is the verdict; ``checks`` records what each found (for the reports)."""
         facts = self._template(entry)
         mentions = self._scan(question)
-        read = _Read(question, facts, mentions, [_context(question, m.start, m.end) for m in mentions])
+        read = _Read(question, facts, mentions, [_context(question, m.start, m.end) for m in mentions],
+                     word_values=tuple(v for v in values.values() if isinstance(v, str) and v.strip()))
         checks: dict[str, Any] = {}
         refusal = (self._values_refusal(entry, read, values, checks, model_path=model_path)
                    or self._constants_refusal(read, checks)
@@ -452,7 +453,7 @@ class ReasoningGuard:
             if model_path and cfg.model_path_reversal_words is not None and len(given) >= cfg.model_path_reversal_words:
                 return (f"the question asks about {', '.join(repr(w) for w in given)}, which the entry's "
                         "reasoning takes as given, not what it answers")
-            if cfg.check_asking_words and (changed := asking_word_change(read.facts.literal.replace("\x00", "#"), question)):
+            if cfg.check_asking_words and (changed := asking_word_change(read.facts.literal, question, read.word_values)):
                 return changed
         return None
 
@@ -481,6 +482,7 @@ class _Read:
     used: set[int] = field(default_factory=set)
     stated_words: list[str] = field(default_factory=list)  # fraction words a bound fraction states ("thirds")
     restating: list[tuple[int, int]] = field(default_factory=list)  # sentences that only restate a bound number
+    word_values: tuple[str, ...] = ()  # the values read for slots of words ("quarterly")
 
 #: A one-letter name inside a final question ("exit B", "Movie A"); not "I", and not a sentence's first word.
 _LABEL = re.compile(r"(?<=[\w,] )(?!I\b)[A-Z](?![\w'’-]|\.\w)")  # not "T-shirts", not "U.S."

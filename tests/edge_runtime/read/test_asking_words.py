@@ -29,6 +29,9 @@ CAKES = ("Ann bakes # cakes, # pies and # cookies. Each cake sells for $#. If An
     # a condition the template's final sentence does not state narrows what it asks
     (HOSE, "A gardener needs to buy new hose. He wants 2 feet of hose for every flower bed. There are 9 beds, and he "
            "already has 5 feet of hose. By the end of spring, how many feet of hose does he need to buy?", "end"),
+    # a word for what it asks that neither story names: another quantity than the template's (profit, not takings)
+    (CAKES, "Ann bakes 4 cakes, 3 pies and 9 cookies. Each cake sells for $5. If Ann sells all the baked goods, how "
+            "much profit does she earn?", "profit"),
 ])
 def test_a_final_sentence_that_asks_with_other_words_of_the_story_is_refused(template, question, word):
     refusal = asking_word_change(template, question)
@@ -56,6 +59,13 @@ def test_a_final_sentence_that_asks_with_other_words_of_the_story_is_refused(tem
 ])
 def test_a_final_sentence_reworded_or_renamed_throughout_passes(template, question):
     assert asking_word_change(template, question) is None
+
+
+def test_a_value_read_for_a_slot_of_words_is_stated_like_a_number():
+    template = "If you deposit $# at #% a year, compounded #, how much will you have after # years?"
+    question = "If you deposit $500 at 4% a year, compounded quarterly, how much will you have after 3 years?"
+    assert asking_word_change(template, question, ["quarterly"]) is None
+    assert "'quarterly'" in asking_word_change(template, question)  # unread, it is a condition of its own
 
 
 def test_the_stem_reads_a_verb_in_any_tense_and_a_plural():

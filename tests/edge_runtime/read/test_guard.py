@@ -656,7 +656,10 @@ def test_a_value_the_question_leaves_unstated_is_refused_on_the_model_path():
     assert refusal is not None and "unstated" in refusal and "a certain mL" in refusal
     rephrased = ("Saanvi combines 20 mL of one medicine with 3 times that amount of the second medicine. How many mL "
                  "of medicine are in 8 doses, if some doses are taken at night?")  # "some doses": no slot's number
-    assert check(dosage, rephrased, {"first": 20, "times": 3, "doses": 8}) is None
+    no_condition_check = ReasoningGuard(GuardConfig(check_asking_words=False))
+    assert no_condition_check(dosage, rephrased, {"first": 20, "times": 3, "doses": 8}, "lm-draft") is None
+    # (with every check on, the condition the entry's final question does not state is what refuses it)
+    assert "adds a condition" in check(dosage, rephrased, {"first": 20, "times": 3, "doses": 8})
 
 
 TEAM = EntryPoint(
