@@ -77,6 +77,11 @@ def as_solution(program: str) -> str | None:
                                                                     defaults=[]),
                                body=[*body, ret], decorator_list=[], returns=None)
         module = ast.Module(body=[*imports, func], type_ignores=[])
+    for node in ast.walk(func):  # "return packs, extra": the PoT harness recorded the first element as the answer
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and node.value.elts:
+            node.value = node.value.elts[0]
+        elif isinstance(node, ast.Assign) and _assigns(node, "ans") and isinstance(node.value, ast.Tuple) and node.value.elts:
+            node.value = node.value.elts[0]
     ast.fix_missing_locations(module)
     try:
         return ast.unparse(module)

@@ -13,6 +13,7 @@ import pytest
 from builder.gsm8k import ReferenceIndex
 from builder.independent import IndependentProgram, as_solution, load_independent
 from builder.pot_import.batch import run_import
+from builder.pot_import.program import PalProgram
 from builder.pot_import.verify import Importer, ImportOptions
 from builder.worked_solution import WORKED_SOLUTION
 from tests.builder.test_pot_import import load_entry, transcript
@@ -197,6 +198,13 @@ def test_as_solution_reads_both_program_shapes_and_refuses_the_rest() -> None:
     assert as_solution("x = 3\nprint(x)") is None  # no ans
     assert as_solution("def a():\n    return 1\ndef solver():\n    return a()\nans = solver()") is None
     assert as_solution("this is not python (") is None
+
+
+def test_a_program_that_answers_with_a_pair_answers_with_its_first_element() -> None:
+    """The PoT harness recorded the first element of a returned tuple as the program's answer ("return packs, extra")."""
+    zero = as_solution("def solver():\n    packs = 7\n    extra = 2\n    return packs, extra\nans = solver()")
+    few = as_solution("packs = 7\nextra = 2\nans = packs, extra")
+    assert PalProgram(zero).run() == 7 and PalProgram(few).run() == 7
 
 
 def test_load_independent_joins_on_the_question_and_drops_wrong_programs(tmp_path: Path) -> None:
