@@ -32,9 +32,11 @@ from edge_runtime.read.measures import unit_of
 from edge_runtime.read.question_words import STOP_WORDS, WORD, people, sentences
 from edge_runtime.read.values import MONTH_DAYS
 
-#: Words that pose a question or count, not what it asks for ("how many", "what is the number of", "calculate").
+#: Words that pose a question or count, not what it asks for ("how many", "what is the number of", "calculate"), and
+#: adverbs that say when or how exactly ("does she *still* have" for "does she have left").
 _FRAME = frozenset("""how what which who whom whose when where why calculate compute find determine figure work
-                   number amount total value many much""".split())
+                   number amount total value many much still now currently actually really exactly approximately
+                   roughly""".split())
 _NUMBER = re.compile(r"[#$\d]|\x00")
 _QUESTION_WORD = re.compile(r"\b(?:how|what|which|who|whom|whose|calculate|compute|find|determine)\b", re.IGNORECASE)
 #: Clauses end at punctuation and start at a condition's word or the question word ("If he eats 5 a day how many ...")
