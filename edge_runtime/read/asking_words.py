@@ -35,7 +35,7 @@ from edge_runtime.read.values import MONTH_DAYS
 #: Words that pose a question or count, not what it asks for ("how many", "what is the number of", "calculate"), and
 #: adverbs that say when or how exactly ("does she *still* have" for "does she have left").
 _FRAME = frozenset("""how what which who whom whose when where why calculate compute find determine figure work
-                   number amount total value many much still now currently actually really exactly approximately
+                   number amount total overall value many much still now currently actually really exactly approximately
                    roughly""".split())
 _NUMBER = re.compile(r"[#$\d]|\x00")
 _QUESTION_WORD = re.compile(r"\b(?:how|what|which|who|whom|whose|calculate|compute|find|determine)\b", re.IGNORECASE)

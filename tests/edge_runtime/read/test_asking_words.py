@@ -51,6 +51,8 @@ def test_a_final_sentence_that_asks_with_other_words_of_the_story_is_refused(tem
     # an adverb that says when, not what ("does he still need to buy" for "does he need to buy")
     (HOSE, "A gardener needs to buy new hose. He wants 2 feet of hose for every flower bed. There are 9 beds, and he "
            "already has 5 feet of hose. How many feet of hose does he still need to buy?"),
+    (HOSE, "A gardener needs to buy new hose. He wants 2 feet of hose for every flower bed. There are 9 beds, and he "
+           "already has 5 feet of hose. How many feet of hose does he need to buy overall?"),
     # the template's own condition, reworded with its words; a condition that restates a given with its number
     (CAKES, "Ann bakes 4 cakes, 3 pies and 9 cookies. Each cake sells for $5. Once Ann has sold all of the baked "
             "goods, how much does she earn?"),
