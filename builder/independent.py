@@ -77,16 +77,31 @@ def as_solution(program: str) -> str | None:
                                                                     defaults=[]),
                                body=[*body, ret], decorator_list=[], returns=None)
         module = ast.Module(body=[*imports, func], type_ignores=[])
-    for node in ast.walk(func):  # "return packs, extra": the PoT harness recorded the first element as the answer
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and node.value.elts:
-            node.value = node.value.elts[0]
-        elif isinstance(node, ast.Assign) and _assigns(node, "ans") and isinstance(node.value, ast.Tuple) and node.value.elts:
-            node.value = node.value.elts[0]
+    _first_of_pair(func)
     ast.fix_missing_locations(module)
     try:
         return ast.unparse(module)
     except (ValueError, RecursionError):
         return None
+
+
+def _first_of_pair(func: ast.FunctionDef) -> None:
+    """A program that answers with a pair ("return packs, extra") answers with its first element: the rows that reach
+    here are those whose recorded answer is that one number (``load_independent`` keeps only programs whose recorded
+    answer is a number equal to the gold; most pairs were recorded whole and are dropped there). Only the answer is
+    rewritten: the function's returns, or the last ``ans =`` of a few-shot program (an earlier pair may be unpacked)."""
+    def first(value: ast.expr | None) -> ast.expr | None:
+        if isinstance(value, ast.Tuple) and value.elts and not isinstance(value.elts[0], ast.Starred):
+            return value.elts[0]
+        return value
+
+    returns = [n for n in ast.walk(func) if isinstance(n, ast.Return)]
+    answers = [n for n in func.body if isinstance(n, ast.Assign) and _assigns(n, "ans")]
+    if len(returns) == 1 and answers and isinstance(returns[0].value, ast.Name) and returns[0].value.id == "ans":
+        answers[-1].value = first(answers[-1].value) or answers[-1].value  # few-shot: "... ans = a, b; return ans"
+    else:
+        for node in returns:
+            node.value = first(node.value)
 
 
 def _takes_arguments(func: ast.FunctionDef) -> bool:

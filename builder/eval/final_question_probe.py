@@ -22,10 +22,10 @@ from pathlib import Path
 
 from builder.eval.template_probe import KIND, load_templates, renderings
 from edge_runtime.read.measures import unit_of
-from edge_runtime.read.question_words import people, sentences
+from edge_runtime.read.question_words import final_sentence, people
 
 #: Plurals that do not add "s".
-_IRREGULAR = {"person": "people", "child": "children", "foot": "feet", "man": "men", "woman": "women", "box": "boxes"}
+_IRREGULAR = {"person": "people", "child": "children", "foot": "feet", "man": "men", "woman": "women"}
 #: Rewrites of words of the final question: (pattern, replacement, kind).
 _REWRITES = (
     (r"\bneed to (?:buy|pay|make|save|sell)\b", "need", "purpose dropped"),
@@ -35,10 +35,8 @@ _REWRITES = (
 
 
 def _split_final(question: str) -> tuple[str, str, str]:
-    """(story, final question, rest) of a question: its last sentence with a '?', else its last sentence."""
-    spans = sentences(question)
-    asked = [(s, e) for s, e in spans if "?" in question[s:e]]
-    s, e = (asked or spans)[-1]
+    """(story, final question, rest) of a question."""
+    s, e = final_sentence(question)
     return question[:s], question[s:e], question[e:]
 
 

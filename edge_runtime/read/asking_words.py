@@ -7,111 +7,189 @@ keep the story but ask for another quantity of it: "how many feet of line does h
 "how many tulips *has he planted*" for "does he have", "*if he puts all the rolls and croissants* end to end" for
 "all the baked goods", "*after the second week*, how many ...".
 
-Without an alignment, the evidence of a rename is the question itself: a rewording renames a thing everywhere, so
-a word of the template's final sentence that the question's final sentence drops while its story still uses it
-was not renamed — the question no longer asks with it; and a word the question's final sentence adds that the
-template uses only before its final sentence asks about a given. A condition of the final sentence that states no
-number ("*After the first week*, how many ...") must be the template's own, in its words: another one narrows what
-is asked. And the words it asks with must come from one of the two texts: a word for the asked thing that neither
-story names ("how many pounds of *vegetables*" of a story of beets and turnips) asks for another quantity (months
-and units are left to the checks that compare them).
+Without an alignment, the evidence of a rename is the question itself: a rewording renames a thing everywhere. So:
 
-People are left to the role checks (a name for a pronoun is not a change here), and so are the givens a final
-sentence may restate: the asking clause counts up to its first number ("how much does he pay for 16 glasses" asks
-as "how much does he pay for"), a condition that states a number, or a value read for a slot of words ("compounded
-*quarterly*"), not at all.
+- a word the template's asking clause asks with, dropped while the question's story still uses it and with no word
+  or pronoun of the question's own in its place, was not renamed: the question no longer asks with it ("need" for
+  "need *to buy*"; "does *he* have" for "does the farmer have" puts a pronoun in its place and passes);
+- a word the question asks with that the template uses only before its final sentence asks about a given ("has he
+  *planted*"), and so does a condition that the template's final sentence states and the question narrows to givens
+  ("all the *rolls and croissants*" for "all the baked goods");
+- a condition that states no number and whose words the template's final sentence does not have narrows what is
+  asked ("*After the first week*, how many ...", "*After the second week*" of a story that counts weeks; so is "After
+  buying the books" refused, a restatement that cannot be told from a narrowing by its words), while a template's
+  condition moved into the story is a restatement;
+- the thing asked for must be named by one of the two texts: "how many pounds of *vegetables*" of a story of beets
+  and turnips asks for another quantity (units, months and "money" are left to the checks that compare them).
+
+People are left to the role checks, and so are the givens a final sentence may restate: the asking clause counts up
+to its first number ("how much does he pay for 16 glasses" asks as "how much does he pay for"), and a condition that
+states a number, or a value read for a slot of words ("compounded *quarterly*"), counts as the question's story.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from edge_runtime.read.english_words import NUMBER_WORDS, ONES, TENS, word_stem
+from edge_runtime.read.english_words import NUMBER_WORDS, ONES, SCALES, TENS, word_stem
 from edge_runtime.read.measures import unit_of
-from edge_runtime.read.question_words import STOP_WORDS, WORD, people, sentences
+from edge_runtime.read.question_words import STOP_WORDS, WORD, final_sentence, people
 from edge_runtime.read.values import MONTH_DAYS
 
 #: Words that pose a question or count, not what it asks for ("how many", "what is the number of", "calculate"), and
 #: adverbs that say when or how exactly ("does she *still* have" for "does she have left").
 _FRAME = frozenset("""how what which who whom whose when where why calculate compute find determine figure work
                    number amount total overall value many much still now currently actually really exactly approximately
-                   roughly""".split())
-_NUMBER = re.compile(r"[#$\d]|\x00")
+                   roughly once until unless given assuming suppose supposing""".split())
+_PRONOUNS = frozenset("he she it they him her them his its their hers theirs".split())
+_NUMBER = re.compile(r"[#$\d\x00]")
 _QUESTION_WORD = re.compile(r"\b(?:how|what|which|who|whom|whose|calculate|compute|find|determine)\b", re.IGNORECASE)
-#: Clauses end at punctuation and start at a condition's word or the question word ("If he eats 5 a day how many ...")
-_CLAUSE = re.compile(rf"[,;:]|\b(?:if|when|after|before)\b|(?={_QUESTION_WORD.pattern})", re.IGNORECASE)
-_NUMBER_WORDS = frozenset(NUMBER_WORDS) | frozenset(ONES) | frozenset(TENS)
+#: A final sentence's clauses end at punctuation and at a condition's word ("If he eats 5 a day, how many ...").
+_CLAUSE = re.compile(r"[,;:]|\b(?=(?:if|when|after|before|once|until|unless|given|assuming|suppose|supposing)\b)",
+                     re.IGNORECASE)
+_CONDITION = re.compile(r"\s*(?:if|when|after|before|once|until|unless|given|assuming|suppose|supposing)\b", re.IGNORECASE)
+_WH = re.compile(r"\b(?:how|what|which|who|whom|whose)\b", re.IGNORECASE)
+#: The words between an auxiliary and the subject it asks about ("does *the* farmer have").
+_AUXILIARIES = frozenset("do does did is are was were will would can could should has have had must might may".split())
+_DETERMINERS = frozenset("the a an this that these those his her their its my our your".split())
+_NUMBER_WORDS = frozenset(NUMBER_WORDS) | frozenset(ONES) | frozenset(TENS) | frozenset(SCALES)
+_NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})\b", re.IGNORECASE)
 
 
-def final_sentence(text: str) -> tuple[int, int]:
-    """(start, end) of the last sentence with a '?' (else the last sentence)."""
-    spans = sentences(text)
-    if not spans:
-        return 0, len(text)
-    asked = [(s, e) for s, e in spans if "?" in text[s:e]]
-    return (asked or spans)[-1]
+def _plain(text: str) -> str:
+    """Lower case, "didn't" as "did not", "Ann's" as "Ann"."""
+    return re.sub(r"'s\b", "", text.lower().replace("’", "'").replace("n't", " not").replace("cannot", "can not"))
 
 
 def _words(text: str, names: set[str]) -> dict[str, str]:
-    """Content stems of ``text`` -> the word as written (not frame words, number words or names)."""
+    """Content stems of ``text`` -> the word as written (not frame words, number words, names or pronouns)."""
     out: dict[str, str] = {}
-    for w in WORD.findall(text.lower()):
-        if w not in STOP_WORDS and w not in _FRAME and w not in _NUMBER_WORDS and w not in names and len(w) >= 3:
-            out.setdefault(word_stem(w), w)
+    for w in WORD.findall(_plain(text)):
+        stem = word_stem(w)
+        if (len(w) >= 3 and w not in names and w not in _NUMBER_WORDS and w not in _PRONOUNS
+                and not {w, stem} & (STOP_WORDS | _FRAME)):
+            out.setdefault(stem, w)
     return out
 
 
-def _clauses(final: str, names: set[str], stated: re.Pattern[str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
-    """A final sentence's words: those it asks with (the clause with the question word, up to its first number) and
-    those of its conditions that state no number (one that does restates a given: "If she sells the rest for $3
-    each, how much ...")."""
-    asking: dict[str, str] = {}
-    conditions: dict[str, str] = {}
-    for clause in _CLAUSE.split(final):
-        number = _NUMBER.search(clause) or (stated.search(clause) if stated else None)
-        if _QUESTION_WORD.search(clause):
-            asking.update({k: v for k, v in _words(clause[: number.start()] if number else clause, names).items()
-                           if k not in asking})
-        elif not number:
-            conditions.update({k: v for k, v in _words(clause, names).items() if k not in conditions})
-    return asking, conditions
+@dataclass(frozen=True)
+class _Text:
+    """A text's words, its final sentence's parts apart: what it asks with (the clause with the question word, up to
+    its first number), its conditions that state no number, the pronouns of both, the thing it asks for, and the
+    words of everything else (the story, and conditions that state a number: they restate givens)."""
+
+    asking: dict[str, str]
+    conditions: dict[str, str]
+    pronouns: frozenset[str]
+    asked: dict[str, str]
+    story: frozenset[str]
+    final: frozenset[str]
+    subject: str  # the stem of the noun its asking clause asks about ("does the *farmer* have"), or ""
+
+    @classmethod
+    def of(cls, text: str, stated: re.Pattern[str] | None = None) -> _Text:
+        start, end = final_sentence(text)
+        final = text[start:end]
+        story_part = text[:start] + " " + text[end:]
+        names = {p.lower() for p in people(story_part)} | {
+            p.lower() for p in people(final) if not re.match(rf"\s*{p}\b", final)}  # not a sentence's first word
+        asking: dict[str, str] = {}
+        conditions: dict[str, str] = {}
+        restated = []
+        pronouns: set[str] = set()
+        clauses = [c for c in _CLAUSE.split(final) if c and c.strip()]
+        asks_at = next((i for i, c in enumerate(clauses) if _WH.search(c)),
+                       next((i for i, c in enumerate(clauses) if _QUESTION_WORD.search(c)), len(clauses) - 1))
+        asked_text = ""
+        for i, clause in enumerate(clauses):
+            if i == asks_at:
+                wh = _WH.search(clause) or _QUESTION_WORD.search(clause)
+                if wh and wh.start() and _CONDITION.match(clause):  # "If he eats 5 a day how many ...": its own condition
+                    clauses.append(clause[: wh.start()])
+                clause = clause[wh.start():] if wh else clause  # "Tell me how much ...": a lead-in, not a condition
+                number = _NUMBER.search(clause) or _NUMBER_WORD.search(clause) or (stated.search(clause) if stated else None)
+                asked_text = clause[: number.start()] if number else clause
+                asking = _words(asked_text, names)
+                restated.append(clause[number.start():] if number else "")
+                pronouns |= _PRONOUNS & set(WORD.findall(_plain(asked_text)))
+                continue
+            number = _NUMBER.search(clause) or _NUMBER_WORD.search(clause) or (stated.search(clause) if stated else None)
+            if number:
+                restated.append(clause)
+            elif _in_unit(clause):
+                continue  # ", in dollars?": the unit asked in, which the guard's unit check compares
+            else:
+                conditions.update({k: v for k, v in _words(clause, names).items() if k not in conditions})
+                pronouns |= _PRONOUNS & set(WORD.findall(_plain(clause)))
+        story = set(_words(story_part + " " + " ".join(restated), names))
+        asked = {word_stem(w): w for w in _asked_thing(asked_text) if w not in names}
+        return cls(asking, conditions, frozenset(pronouns), asked, frozenset(story), frozenset(_words(final, names)),
+                   _subject(asked_text))
 
 
-def _story_words(text: str, names: set[str]) -> set[str]:
-    return {word_stem(w) for w in WORD.findall(text.lower()) if w not in STOP_WORDS and w not in names}
+_ASKED = re.compile(r"\bhow\s+(?:many|much)\s+(?:more\s+|fewer\s+|less\s+)?(?P<what>[a-z]+)(?:\s+of\s+(?:the\s+)?(?P<of>[a-z]+))?"
+                    r"|\b(?:number|amount)\s+of\s+(?:the\s+)?(?P<counted>[a-z]+)")
+
+
+def _asked_thing(asking: str) -> list[str]:
+    """The words naming what a question asks for: "how many *pounds* of *vegetables*", "the number of *pens*" (not a
+    verb or a name after it: "how much money *remains*")."""
+    found = _ASKED.search(_plain(asking))
+    if not found:
+        return []
+    return [w for w in found.group("what", "of", "counted")
+            if w and w not in STOP_WORDS and w not in _AUXILIARIES and w not in _FRAME]
+
+
+def _subject(asking: str) -> str:
+    """The stem of the noun right after the asking clause's first auxiliary ("does the farmer have" -> farmer)."""
+    tokens = WORD.findall(_plain(asking))
+    at = next((i for i, w in enumerate(tokens) if w in _AUXILIARIES), None)
+    if at is None:
+        return ""
+    rest = [w for w in tokens[at + 1:]]
+    while rest and rest[0] in _DETERMINERS:
+        rest.pop(0)
+    return word_stem(rest[0]) if rest and rest[0] not in STOP_WORDS and rest[0] not in _PRONOUNS else ""
 
 
 def asking_word_change(template_literal: str, question: str, word_values: Sequence[str] = ()) -> str | None:
     """Why the question's final sentence asks with other words than the template's (``template_literal``: slots
     blanked), judged by what each story still names; None when it keeps them or renames them everywhere.
     ``word_values``: the values read for slots of words, stated like numbers."""
-    names = {p.lower() for p in people(template_literal) + people(question)}
-    stated = re.compile(r"\b(?:" + "|".join(re.escape(v) for v in word_values) + r")\b", re.IGNORECASE) if word_values else None
-    ts, te = final_sentence(template_literal)
-    qs, qe = final_sentence(question)
-    t_asking, t_conditions = _clauses(template_literal[ts:te], names)
-    q_asking, q_conditions = _clauses(question[qs:qe], names, stated)
-    t_asks, q_asks = {**t_conditions, **t_asking}, {**q_conditions, **q_asking}
-    t_story = _story_words(template_literal[:ts] + " " + template_literal[te:], names)
-    q_story = _story_words(question[:qs] + " " + question[qe:], names)
-    kept_aside = [word for w, word in t_asks.items() if w not in q_asks and w in q_story]
-    if kept_aside:
+    values = [re.escape(v) for v in word_values if v and v.strip()]
+    stated = re.compile(rf"\b(?:{'|'.join(values)})\b", re.IGNORECASE) if values else None
+    t, q = _Text.of(template_literal), _Text.of(question, stated)
+    stands_in = bool(set(q.asking) - set(t.asking)) or bool(q.pronouns - t.pronouns)
+    # the subject may go: "How many animals *are there*", "how many muffins *were sold*" ask about the same thing
+    kept_aside = [word for w, word in t.asking.items() if w not in q.asking and w in q.story and w != t.subject]
+    if t.conditions and q.conditions:  # a condition the question keeps, with its words changed
+        kept_aside += [word for w, word in t.conditions.items() if w not in q.conditions and w in q.story]
+    if kept_aside and not stands_in:
         return f"the question's final sentence no longer asks with {kept_aside[0]!r}, which its story still names"
-    t_final = _story_words(template_literal[ts:te], names)
-    added = [word for w, word in q_conditions.items() if w not in t_final]
+    # a condition of the question's own narrows what is asked, even in the story's words ("After the second week")
+    added = [word for w, word in q.conditions.items() if w not in t.final]
     if added:
         return f"the question's final sentence adds a condition with {added[0]!r}, which the entry's does not state"
-    given = [word for w, word in q_asks.items() if w not in t_asks and w in t_story]
+    asks = {**q.asking, **q.conditions} if t.conditions else q.asking
+    given = [word for w, word in asks.items() if w not in t.final and w in t.story]
     if given:
         return f"the question's final sentence asks with {given[0]!r}, which the entry's story states as given"
-    t_all = t_story | _story_words(template_literal[ts:te], names)
-    unnamed = [word for w, word in q_asking.items() if w not in t_all and w not in q_story and not _named_apart(word)]
+    unnamed = sorted(word for w, word in q.asked.items()
+                     if w not in t.final | t.story and w not in q.story and not _named_apart(word))
     if unnamed:
-        return f"the question's final sentence asks with {unnamed[0]!r}, which neither its story nor the entry's names"
+        return f"the question asks for {unnamed[0]!r}, which neither its story nor the entry's names"
     return None
 
 
+def _in_unit(clause: str) -> bool:
+    """A clause that only names a unit to answer in ("in dollars", "in total kilograms")."""
+    words = WORD.findall(_plain(clause))
+    return bool(words) and words[0] in ("in", "into") and unit_of(words[-1]) is not None and len(words) <= 3
+
+
 def _named_apart(word: str) -> bool:
-    """A month or a unit: other checks compare those (the days a month states, the unit asked in)."""
-    return word in MONTH_DAYS or word == "may" or unit_of(word) is not None
+    """A month, a unit or money: other checks compare those (the days a month states, the unit asked in)."""
+    return word in MONTH_DAYS or word == "money" or unit_of(word) is not None

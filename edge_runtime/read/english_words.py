@@ -77,36 +77,45 @@ def plural_stem(word: str) -> str:
     return w
 
 
-#: Past forms of common irregular verbs -> the verb ("bought" asks as "buy" does). Only past and participle forms:
-#: the present forms stem by their endings.
-IRREGULAR_VERBS: dict[str, str] = {
-    form: verb for verb, forms in {
+#: Forms of common irregular verbs (past, participle, "goes") and nouns (plurals) -> the base word: "bought" asks as
+#: "buy" does, "feet" counts what "foot" counts. Regular forms stem by their endings.
+IRREGULAR_FORMS: dict[str, str] = {
+    form: base for base, forms in {
         "buy": "bought", "sell": "sold", "spend": "spent", "pay": "paid", "make": "made", "take": "took taken",
         "give": "gave given", "eat": "ate eaten", "get": "got gotten", "have": "had", "win": "won", "lose": "lost",
         "find": "found", "keep": "kept", "hold": "held", "write": "wrote written", "drive": "drove driven",
         "ride": "rode ridden", "fly": "flew flown", "grow": "grew grown", "throw": "threw thrown", "catch": "caught",
         "teach": "taught", "bring": "brought", "think": "thought", "send": "sent", "build": "built", "swim": "swam swum",
-        "sing": "sang sung", "drink": "drank drunk", "begin": "began begun", "see": "saw seen", "go": "went gone",
-        "come": "came", "do": "did done", "say": "said", "tell": "told", "sit": "sat", "stand": "stood",
+        "sing": "sang sung", "drink": "drank drunk", "begin": "began begun", "see": "saw seen", "go": "went gone goes",
+        "come": "came", "do": "did done does", "say": "said", "tell": "told", "sit": "sat", "stand": "stood",
         "sleep": "slept", "feed": "fed", "meet": "met", "lend": "lent", "dig": "dug", "hang": "hung", "shoot": "shot",
         "steal": "stole stolen", "wear": "wore worn", "tear": "tore torn", "break": "broke broken",
         "choose": "chose chosen", "freeze": "froze frozen", "rise": "rose risen", "fall": "fell fallen",
-        "run": "ran", "read": "read", "leave": "left", "feel": "felt", "bake": "baked", "know": "knew known",
-        "draw": "drew drawn", "lay": "laid", "weave": "wove woven", "sweep": "swept", "spin": "spun", "wake": "woke",
+        "run": "ran", "leave": "left", "feel": "felt", "know": "knew known", "draw": "drew drawn", "lay": "laid",
+        "weave": "wove woven", "sweep": "swept", "spin": "spun", "wake": "woke",
+        "person": "people", "foot": "feet", "child": "children", "man": "men", "woman": "women", "tooth": "teeth",
+        "mouse": "mice", "goose": "geese",
     }.items() for form in forms.split()}
 
 
 def word_stem(word: str) -> str:
     """A stem that also takes verb endings off, so a verb asks the same in any tense ("planted", "plants" and
-    "plant"; "bakes" and "baked"; "bought" and "buy"): a final "e" and a doubled consonant are dropped too."""
+    "plant"; "bakes" and "baked"; "bought" and "buy"), and a noun in either number ("cookie", "cookies"; "feet",
+    "foot"). A final "e" and a doubled consonant are dropped and a final "y" is spelled "i", so the forms meet
+    ("used" and "use", "tried" and "try"); two words may meet by accident ("plane", "plan"), never one word miss
+    itself."""
     w = word.lower()
-    if w in IRREGULAR_VERBS:
-        w = IRREGULAR_VERBS[w]
+    w = IRREGULAR_FORMS.get(w, w)
     w = plural_stem(w)
-    for end in ("ing", "ed"):
-        if len(w) > len(end) + 2 and w.endswith(end) and not w.endswith("eed"):
-            w = w[: -len(end)]
-            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
-                w = w[:-1]  # "stopped" -> "stop"
-            break
-    return w[:-1] if len(w) > 3 and w.endswith("e") else w
+    if len(w) > 4 and w.endswith("ied"):
+        w = w[:-3] + "y"
+    else:
+        for end in ("ing", "ed"):
+            if len(w) >= len(end) + 2 and w.endswith(end) and not w.endswith("eed"):
+                w = w[: -len(end)]
+                if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+                    w = w[:-1]  # "stopped" -> "stop"
+                break
+    if len(w) > 2 and w.endswith("e"):
+        w = w[:-1]
+    return w[:-1] + "i" if len(w) > 2 and w.endswith("y") else w

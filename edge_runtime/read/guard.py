@@ -127,8 +127,8 @@ class GuardConfig:
     #: states its number with another unit or a word of its own ("two servings"), or in a subunit ("30 cents"); and a
     #: final question that asks in a unit the entry's does not ("how many minutes" of an entry that answers in hours).
     check_units: bool = True
-    #: On the model path, refuse a final sentence that drops a word the template's asks with while its story still
-    #: names it, or adds one the template states only as a given (asking_words: "need" for "need to buy").
+    #: On the model path (and with ``check_target``), refuse a final sentence that asks with other words than the
+    #: template's where the story shows they were not renamed (asking_words: "need" for "need to buy").
     check_asking_words: bool = True
 
 

@@ -50,13 +50,20 @@ _WH = re.compile(
 _AUX = frozenset("""more less longer fewer much many of the a an total in additional extra""".split())
 
 
-def target_clause(text: str) -> str:
-    """The final question: the last sentence with a '?' (else the last sentence), from its question word on."""
+def final_sentence(text: str) -> tuple[int, int]:
+    """(start, end) of the final question: the last sentence with a '?' (else the last sentence)."""
     spans = sentences(text)
     if not spans:
-        return ""
+        return 0, len(text)
     asked = [(s, e) for s, e in spans if "?" in text[s:e]]
-    s, e = (asked or spans)[-1]
+    return (asked or spans)[-1]
+
+
+def target_clause(text: str) -> str:
+    """The final question: the last sentence with a '?' (else the last sentence), from its question word on."""
+    if not text.strip():
+        return ""
+    s, e = final_sentence(text)
     clause = text[s:e]
     wh = list(_WH.finditer(clause))
     if wh:

@@ -205,6 +205,9 @@ def test_a_program_that_answers_with_a_pair_answers_with_its_first_element() -> 
     zero = as_solution("def solver():\n    packs = 7\n    extra = 2\n    return packs, extra\nans = solver()")
     few = as_solution("packs = 7\nextra = 2\nans = packs, extra")
     assert PalProgram(zero).run() == 7 and PalProgram(few).run() == 7
+    # an earlier pair the program unpacks itself stays a pair; a starred first element is left alone
+    assert PalProgram(as_solution("a = 3\nb = 4\nans = a, b\nans = ans[0] * ans[1]")).run() == 12
+    assert as_solution("def solver():\n    xs = [7, 2]\n    return *xs,\nans = solver()") is not None
 
 
 def test_load_independent_joins_on_the_question_and_drops_wrong_programs(tmp_path: Path) -> None:

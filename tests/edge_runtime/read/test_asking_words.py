@@ -66,19 +66,59 @@ def test_a_final_sentence_reworded_or_renamed_throughout_passes(template, questi
     assert asking_word_change(template, question) is None
 
 
+FARM = "A farmer has # cows and # sheep. How many animals does the farmer have in all?"
+BAKERY = "A bakery sells # muffins in the morning and # in the afternoon. How many muffins did the bakery sell?"
+TOM = "Tom has $#. He buys # books for $# each. How much money does he have left?"
+LOAVES = "A baker makes # loaves of bread a day. How many loaves does the baker make in # days?"
+
+
+@pytest.mark.parametrize("template, story, final", [
+    # the subject the template asks about, as a pronoun, or left out by a passive or "there are"
+    (FARM, "A farmer has 8 cows and 15 sheep. ", "How many animals does he have in all?"),
+    (FARM, "A farmer has 8 cows and 15 sheep. ", "How many animals are there in total?"),
+    (BAKERY, "A bakery sells 40 muffins in the morning and 25 in the afternoon. ", "How many muffins were sold?"),
+    (BAKERY, "A bakery sells 40 muffins in the morning and 25 in the afternoon. ", "How many muffins did it sell?"),
+    # a lead-in before the question word is not a condition; a unit to answer in is the unit check's
+    (TOM, "Tom has $50. He buys 3 books for $7 each. ", "Tell me how much money he has left."),
+    (TOM, "Tom has $50. He buys 3 books for $7 each. ", "How much money does he have left, in dollars?"),
+    # a given restated in words: its number word ends what the question asks with
+    (LOAVES, "A baker makes 12 loaves of bread a day. ", "How many loaves does the baker make in five days?"),
+    # "didn't" reads as "did not"
+    ("Of the # students in a class, # passed the test. How many students did not pass the test?",
+     "Of the 30 students in a class, 22 passed the test. ", "How many students didn’t pass the test?"),
+])
+def test_rewordings_that_ask_for_the_same_thing_pass(template, story, final):
+    assert asking_word_change(template, story + final) is None
+
+
+@pytest.mark.parametrize("final, word", [
+    # a capitalised first word is not a name to leave out: it states when
+    ("Initially, how much money does he have?", "initially"),
+    ("Yesterday, how much money did he have left?", "yesterday"),
+])
+def test_a_sentence_initial_word_is_not_taken_for_a_name(final, word):
+    refusal = asking_word_change(TOM, "Tom has $50. He buys 3 books for $7 each. " + final)
+    assert refusal is not None and repr(word) in refusal.lower()
+
+
 def test_a_value_read_for_a_slot_of_words_is_stated_like_a_number():
     template = "If you deposit $# at #% a year, compounded #, how much will you have after # years?"
     question = "If you deposit $500 at 4% a year, compounded quarterly, how much will you have after 3 years?"
     assert asking_word_change(template, question, ["quarterly"]) is None
     assert "'quarterly'" in asking_word_change(template, question)  # unread, it is a condition of its own
+    assert asking_word_change(template, question, ["quarterly", "", " "]) is None  # empty values state nothing
 
 
 def test_the_stem_reads_a_verb_in_any_tense_and_a_plural():
     assert {word_stem(w) for w in ("plant", "plants", "planted", "planting")} == {"plant"}
-    assert word_stem("bought") == word_stem("buys") == "buy"
+    assert word_stem("bought") == word_stem("buys") == word_stem("buying") == word_stem("buy")
     assert word_stem("baked") == word_stem("bakes") == word_stem("bake")
     assert word_stem("stopped") == word_stem("stop") and word_stem("needed") == word_stem("needs")
-    assert word_stem("speed") != word_stem("spend")
+    assert word_stem("used") == word_stem("uses") == word_stem("using") == word_stem("use")
+    assert word_stem("tried") == word_stem("try") and word_stem("cookies") == word_stem("cookie")
+    assert word_stem("feet") == word_stem("foot") and word_stem("people") == word_stem("person")
+    assert word_stem("goes") == word_stem("going") == word_stem("went")
+    assert word_stem("speed") != word_stem("spend") and word_stem("need") != word_stem("ne")
 
 
 HOSE_ENTRY = EntryPoint(
