@@ -37,6 +37,7 @@ from edge_runtime.read.english_words import NUMBER_WORDS, ONES, SCALES, TENS, wo
 from edge_runtime.read.measures import unit_of
 from edge_runtime.read.question_words import STOP_WORDS, WORD, final_sentence, people
 from edge_runtime.read.values import MONTH_DAYS
+from edge_runtime.read.values import TIME_UNITS as _TIME_UNITS
 
 #: Words that pose a question or count, not what it asks for ("how many", "what is the number of", "calculate"), and
 #: adverbs that say when or how exactly ("does she *still* have" for "does she have left").
@@ -87,6 +88,8 @@ class _Text:
     story: frozenset[str]
     final: frozenset[str]
     subject: str  # the stem of the noun its asking clause asks about ("does the *farmer* have"), or ""
+    phrase_words: frozenset[str]  # stems of its final sentence's words in a noun phrase ("the *baked goods*")
+    each: str  # how its final sentence asks about each one ("how much will *each donut* cost", "*each of* them"), or ""
 
     @classmethod
     def of(cls, text: str, stated: re.Pattern[str] | None = None) -> _Text:
@@ -125,11 +128,13 @@ class _Text:
                 pronouns |= _PRONOUNS & set(WORD.findall(_plain(clause)))
         story = set(_words(story_part + " " + " ".join(restated), names))
         asked = {word_stem(w): w for w in _asked_thing(asked_text) if w not in names}
+        each = _EACH.search(_plain(final))
         return cls(asking, conditions, frozenset(pronouns), asked, frozenset(story), frozenset(_words(final, names)),
-                   _subject(asked_text))
+                   _subject(asked_text), _phrase_words(final), each.group(0).strip(" ?.!") if each else "")
 
 
-_ASKED = re.compile(r"\bhow\s+(?:many|much)\s+(?:more\s+|fewer\s+|less\s+)?(?P<what>[a-z]+)(?:\s+of\s+(?:the\s+)?(?P<of>[a-z]+))?"
+_ASKED = re.compile(r"\bhow\s+(?:many|much)\s+(?:more\s+|fewer\s+|less\s+|total\s+)?(?P<what>[a-z]+)"
+                    r"(?:\s+of\s+(?:the\s+)?(?P<of>[a-z]+))?"
                     r"|\b(?:number|amount)\s+of\s+(?:the\s+)?(?P<counted>[a-z]+)")
 
 
@@ -141,6 +146,19 @@ def _asked_thing(asking: str) -> list[str]:
         return []
     return [w for w in found.group("what", "of", "counted")
             if w and w not in STOP_WORDS and w not in _AUXILIARIES and w not in _FRAME]
+
+
+#: "each" picking the things one by one: "each of", "each donut" (not "each day": a rate; "every" and "per" likewise)
+_EACH = re.compile(rf"\beach(?:\s+of\b|\s*[?.!]|\s+(?!(?:{'|'.join(_TIME_UNITS)})s?\b)[a-z]+)")
+_ONE_BY_ONE = re.compile(r"\b(?:each|every|per|apiece|individually)\b")
+
+
+def _phrase_words(text: str) -> frozenset[str]:
+    """Stems of the words a determiner opens, with one word between ("the baked goods", "the book"): what a pronoun
+    may stand for, unlike a verb ("spend on *making*")."""
+    tokens = WORD.findall(_plain(text))
+    return frozenset(word_stem(w) for i, w in enumerate(tokens)
+                     if (i >= 1 and tokens[i - 1] in _DETERMINERS) or (i >= 2 and tokens[i - 2] in _DETERMINERS))
 
 
 def _subject(asking: str) -> str:
@@ -162,13 +180,20 @@ def asking_word_change(template_literal: str, question: str, word_values: Sequen
     values = [re.escape(v) for v in word_values if v and v.strip()]
     stated = re.compile(rf"\b(?:{'|'.join(values)})\b", re.IGNORECASE) if values else None
     t, q = _Text.of(template_literal), _Text.of(question, stated)
-    stands_in = bool(set(q.asking) - set(t.asking)) or bool(q.pronouns - t.pronouns)
+    if q.each and not _ONE_BY_ONE.search(_plain(template_literal[slice(*final_sentence(template_literal))])):
+        return f"the question's final sentence asks about {q.each!r} one by one, the entry's about them all"
     # the subject may go: "How many animals *are there*", "how many muffins *were sold*" ask about the same thing
-    kept_aside = [word for w, word in t.asking.items() if w not in q.asking and w in q.story and w != t.subject]
+    kept_aside = {w: word for w, word in t.asking.items() if w not in q.asking and w in q.story and w != t.subject}
     if t.conditions and q.conditions:  # a condition the question keeps, with its words changed
-        kept_aside += [word for w, word in t.conditions.items() if w not in q.conditions and w in q.story]
+        kept_aside.update({w: word for w, word in t.conditions.items() if w not in q.conditions and w in q.story})
+    elif t.conditions:  # dropped, unless the question's story took it in ("She sells all the baked goods.")
+        moved = any(w in q.story and w not in t.story for w in t.conditions)
+        kept_aside.update({w: word for w, word in t.conditions.items() if w in q.story and not moved})
+    # a word of the question's own may stand in for a dropped one, and a pronoun for a noun ("does *he* have")
+    stands_in = bool(set(q.asking) - set(t.asking)) or (bool(q.pronouns - t.pronouns) and set(kept_aside) <= t.phrase_words)
     if kept_aside and not stands_in:
-        return f"the question's final sentence no longer asks with {kept_aside[0]!r}, which its story still names"
+        return (f"the question's final sentence no longer asks with {next(iter(kept_aside.values()))!r}, which its story "
+                "still names")
     # a condition of the question's own narrows what is asked, even in the story's words ("After the second week")
     added = [word for w, word in q.conditions.items() if w not in t.final]
     if added:

@@ -14,6 +14,10 @@ HOSE = ("A gardener needs to buy new hose. He wants # feet of hose for every flo
 TREES = "Omar plants # pear trees a week in his orchard. After # weeks, how many pear trees does he have if # died?"
 CAKES = ("Ann bakes # cakes, # pies and # cookies. Each cake sells for $#. If Ann sells all the baked goods, how much "
          "does she earn?")
+FARM = "A farmer has # cows and # sheep. How many animals does the farmer have in all?"
+BAKERY = "A bakery sells # muffins in the morning and # in the afternoon. How many muffins did the bakery sell?"
+TOM = "Tom has $#. He buys # books for $# each. How much money does he have left?"
+LOAVES = "A baker makes # loaves of bread a day. How many loaves does the baker make in # days?"
 
 
 @pytest.mark.parametrize("template, question, word", [
@@ -29,6 +33,15 @@ CAKES = ("Ann bakes # cakes, # pies and # cookies. Each cake sells for $#. If An
     # a condition the template's final sentence does not state narrows what it asks
     (HOSE, "A gardener needs to buy new hose. He wants 2 feet of hose for every flower bed. There are 9 beds, and he "
            "already has 5 feet of hose. By the end of spring, how many feet of hose does he need to buy?", "end"),
+    # each one where the template asks about them all
+    (TOM, "Tom has $50. He buys 3 books for $7 each. How much money does he spend on each of them?", "each of"),
+    (CAKES, "Ann bakes 4 cakes, 3 pies and 9 cookies. Each cake sells for $5. If Ann sells all the baked goods, how "
+            "much does each cake earn her?", "each cake"),
+    # the template's condition dropped, its words still in both stories: the question no longer asks with it
+    ("A DVD can be played # times before it breaks. One has been played # times and the other # times. How many more "
+     "times can both be played before they break?",
+     "A DVD can be played 100 times before it breaks. One has been played 30 times and the other 40 times. How many "
+     "more times can both be played?", "break"),
     # a word for what it asks that neither story names: another quantity than the template's (profit, not takings)
     (CAKES, "Ann bakes 4 cakes, 3 pies and 9 cookies. Each cake sells for $5. If Ann sells all the baked goods, how "
             "much profit does she earn?", "profit"),
@@ -66,16 +79,11 @@ def test_a_final_sentence_reworded_or_renamed_throughout_passes(template, questi
     assert asking_word_change(template, question) is None
 
 
-FARM = "A farmer has # cows and # sheep. How many animals does the farmer have in all?"
-BAKERY = "A bakery sells # muffins in the morning and # in the afternoon. How many muffins did the bakery sell?"
-TOM = "Tom has $#. He buys # books for $# each. How much money does he have left?"
-LOAVES = "A baker makes # loaves of bread a day. How many loaves does the baker make in # days?"
-
-
 @pytest.mark.parametrize("template, story, final", [
     # the subject the template asks about, as a pronoun, or left out by a passive or "there are"
     (FARM, "A farmer has 8 cows and 15 sheep. ", "How many animals does he have in all?"),
     (FARM, "A farmer has 8 cows and 15 sheep. ", "How many animals are there in total?"),
+    (FARM, "A farmer has 8 cows and 15 sheep. ", "How many animals does the farmer have each day?"),  # a rate, not one
     (BAKERY, "A bakery sells 40 muffins in the morning and 25 in the afternoon. ", "How many muffins were sold?"),
     (BAKERY, "A bakery sells 40 muffins in the morning and 25 in the afternoon. ", "How many muffins did it sell?"),
     # a lead-in before the question word is not a condition; a unit to answer in is the unit check's
