@@ -41,20 +41,22 @@ from edge_runtime.read.values import TIME_UNITS as _TIME_UNITS
 
 #: Words that pose a question or count, not what it asks for ("how many", "what is the number of", "calculate"), and
 #: adverbs that say when or how exactly ("does she *still* have" for "does she have left").
-_FRAME = frozenset("""how what which who whom whose when where why calculate compute find determine figure work
-                   number amount total overall value many much still now currently actually really exactly approximately
-                   roughly once until unless given assuming suppose supposing""".split())
+_FRAME = frozenset("""how what which who whom whose when where why number amount total overall value values many
+                   much still now currently actually really exactly approximately roughly once until unless assuming
+                   suppose supposing""".split())
+#: An instruction's verb before what it asks ("*Calculate* the total cost", "*Work out* how much"): a lead, not content.
+_INSTRUCTION = re.compile(r"\s*(?:please\s+)?(?:calculate|compute|find|determine|figure\s+out|work\s+out)\b\s*", re.IGNORECASE)
 _PRONOUNS = frozenset("he she it they him her them his its their hers theirs".split())
 _NUMBER = re.compile(r"[#$\d\x00]")
 _QUESTION_WORD = re.compile(r"\b(?:how|what|which|who|whom|whose|calculate|compute|find|determine)\b", re.IGNORECASE)
 #: A final sentence's clauses end at punctuation and at a condition's word ("If he eats 5 a day, how many ...").
-_CLAUSE = re.compile(r"[,;:]|\b(?=(?:if|when|after|before|once|until|unless|given|assuming|suppose|supposing)\b)",
-                     re.IGNORECASE)
-_CONDITION = re.compile(r"\s*(?:if|when|after|before|once|until|unless|given|assuming|suppose|supposing)\b", re.IGNORECASE)
+_OPENERS = r"(?:if|when|after|before|once|until|unless|given\s+that|assuming|suppose|supposing)\b"
+_CLAUSE = re.compile(rf"[,;:]|\b(?={_OPENERS})", re.IGNORECASE)
+_CONDITION = re.compile(rf"\s*{_OPENERS}", re.IGNORECASE)
 _WH = re.compile(r"\b(?:how|what|which|who|whom|whose)\b", re.IGNORECASE)
 #: The words between an auxiliary and the subject it asks about ("does *the* farmer have").
 _AUXILIARIES = frozenset("do does did is are was were will would can could should has have had must might may".split())
-_DETERMINERS = frozenset("the a an this that these those his her their its my our your".split())
+_DETERMINERS = frozenset("the a an this that these those his her their its my our your each every which".split())
 _NUMBER_WORDS = frozenset(NUMBER_WORDS) | frozenset(ONES) | frozenset(TENS) | frozenset(SCALES)
 _NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})\b", re.IGNORECASE)
 
@@ -68,10 +70,9 @@ def _words(text: str, names: set[str]) -> dict[str, str]:
     """Content stems of ``text`` -> the word as written (not frame words, number words, names or pronouns)."""
     out: dict[str, str] = {}
     for w in WORD.findall(_plain(text)):
-        stem = word_stem(w)
-        if (len(w) >= 3 and w not in names and w not in _NUMBER_WORDS and w not in _PRONOUNS
-                and not {w, stem} & (STOP_WORDS | _FRAME)):
-            out.setdefault(stem, w)
+        if len(w) >= 3 and w not in names and w not in _NUMBER_WORDS and w not in _PRONOUNS and w not in STOP_WORDS \
+                and w not in _FRAME:
+            out.setdefault(word_stem(w), w)
     return out
 
 
@@ -100,7 +101,7 @@ class _Text:
             p.lower() for p in people(final) if not re.match(rf"\s*{p}\b", final)}  # not a sentence's first word
         asking: dict[str, str] = {}
         conditions: dict[str, str] = {}
-        restated = []
+        restated, condition_texts = [], []
         pronouns: set[str] = set()
         clauses = [c for c in _CLAUSE.split(final) if c and c.strip()]
         asks_at = next((i for i, c in enumerate(clauses) if _WH.search(c)),
@@ -112,6 +113,8 @@ class _Text:
                 if wh and wh.start() and _CONDITION.match(clause):  # "If he eats 5 a day how many ...": its own condition
                     clauses.append(clause[: wh.start()])
                 clause = clause[wh.start():] if wh else clause  # "Tell me how much ...": a lead-in, not a condition
+                clause = clause[_INSTRUCTION.match(clause).end():] if _INSTRUCTION.match(clause) else clause
+                clause = _ONE.sub(lambda m: m.group(0)[:-3] + "it", clause)  # "does each one get": a pronoun, no number
                 number = _NUMBER.search(clause) or _NUMBER_WORD.search(clause) or (stated.search(clause) if stated else None)
                 asked_text = clause[: number.start()] if number else clause
                 asking = _words(asked_text, names)
@@ -121,14 +124,15 @@ class _Text:
             number = _NUMBER.search(clause) or _NUMBER_WORD.search(clause) or (stated.search(clause) if stated else None)
             if number:
                 restated.append(clause)
-            elif _in_unit(clause):
-                continue  # ", in dollars?": the unit asked in, which the guard's unit check compares
+            elif _in_unit(clause):  # ", in liters?": the unit asked in, as the asking clause's
+                asking.update({k: v for k, v in _words(clause, names).items() if k not in asking})
             else:
                 conditions.update({k: v for k, v in _words(clause, names).items() if k not in conditions})
                 pronouns |= _PRONOUNS & set(WORD.findall(_plain(clause)))
+                condition_texts.append(clause)
         story = set(_words(story_part + " " + " ".join(restated), names))
         asked = {word_stem(w): w for w in _asked_thing(asked_text) if w not in names}
-        each = _EACH.search(_plain(final))
+        each = _EACH.search(_plain(" . ".join([asked_text, *condition_texts])))
         return cls(asking, conditions, frozenset(pronouns), asked, frozenset(story), frozenset(_words(final, names)),
                    _subject(asked_text), _phrase_words(final), each.group(0).strip(" ?.!") if each else "")
 
@@ -148,9 +152,15 @@ def _asked_thing(asking: str) -> list[str]:
             if w and w not in STOP_WORDS and w not in _AUXILIARIES and w not in _FRAME]
 
 
+#: Words that ask for what remains ("how much does he have *left*"); a final sentence without any asks for all of it.
+_REMAINS = frozenset("left remaining remain remains rest leftover still now".split())
 #: "each" picking the things one by one: "each of", "each donut" (not "each day": a rate; "every" and "per" likewise)
 _EACH = re.compile(rf"\beach(?:\s+of\b|\s*[?.!]|\s+(?!(?:{'|'.join(_TIME_UNITS)})s?\b)[a-z]+)")
 _ONE_BY_ONE = re.compile(r"\b(?:each|every|per|apiece|individually)\b")
+_ONE = re.compile(r"\b(?:each|every|which|the|this|that)\s+one\b", re.IGNORECASE)
+#: Words that move the asked time ("how old was she 5 years *ago*", "how much did he have *at first*"), read over the
+#: whole final sentence: after a number as well.
+_WHEN = frozenset("ago originally initially earlier previously formerly again first beginning before after later".split())
 
 
 def _phrase_words(text: str) -> frozenset[str]:
@@ -180,10 +190,16 @@ def asking_word_change(template_literal: str, question: str, word_values: Sequen
     values = [re.escape(v) for v in word_values if v and v.strip()]
     stated = re.compile(rf"\b(?:{'|'.join(values)})\b", re.IGNORECASE) if values else None
     t, q = _Text.of(template_literal), _Text.of(question, stated)
-    if q.each and not _ONE_BY_ONE.search(_plain(template_literal[slice(*final_sentence(template_literal))])):
+    t_final, q_final = (_plain(text[slice(*final_sentence(text))]) for text in (template_literal, question))
+    if (remains := _REMAINS & set(WORD.findall(t_final)) - {"still", "now"}) and not _REMAINS & set(WORD.findall(q_final)):
+        return f"the question's final sentence drops {sorted(remains)[0]!r}: it asks for all, the entry's for what remains"
+    if shifted := sorted((_WHEN & set(WORD.findall(q_final))) - set(WORD.findall(t_final))):
+        return f"the question's final sentence asks about another time ({shifted[0]!r}) than the entry's"
+    if q.each and not _ONE_BY_ONE.search(t_final):
         return f"the question's final sentence asks about {q.each!r} one by one, the entry's about them all"
     # the subject may go: "How many animals *are there*", "how many muffins *were sold*" ask about the same thing
-    kept_aside = {w: word for w, word in t.asking.items() if w not in q.asking and w in q.story and w != t.subject}
+    kept_aside = {w: word for w, word in t.asking.items()
+                  if w not in q.asking and w in q.story and w != t.subject and not _named_apart(word)}
     if t.conditions and q.conditions:  # a condition the question keeps, with its words changed
         kept_aside.update({w: word for w, word in t.conditions.items() if w not in q.conditions and w in q.story})
     elif t.conditions:  # dropped, unless the question's story took it in ("She sells all the baked goods.")
@@ -199,7 +215,9 @@ def asking_word_change(template_literal: str, question: str, word_values: Sequen
     if added:
         return f"the question's final sentence adds a condition with {added[0]!r}, which the entry's does not state"
     asks = {**q.asking, **q.conditions} if t.conditions else q.asking
-    given = [word for w, word in asks.items() if w not in t.final and w in t.story]
+    # a noun in the place of the template's pronoun names whom it stood for ("will *the printer* print" for "will it")
+    referent = q.subject if t.pronouns and not t.subject else ""
+    given = [word for w, word in asks.items() if w not in t.final and w in t.story and w != referent and not _named_apart(word)]
     if given:
         return f"the question's final sentence asks with {given[0]!r}, which the entry's story states as given"
     unnamed = sorted(word for w, word in q.asked.items()

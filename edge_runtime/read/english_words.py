@@ -94,7 +94,8 @@ IRREGULAR_FORMS: dict[str, str] = {
         "run": "ran", "leave": "left", "feel": "felt", "know": "knew known", "draw": "drew drawn", "lay": "laid",
         "weave": "wove woven", "sweep": "swept", "spin": "spun", "wake": "woke",
         "person": "people", "foot": "feet", "child": "children", "man": "men", "woman": "women", "tooth": "teeth",
-        "mouse": "mice", "goose": "geese",
+        "mouse": "mice", "goose": "geese", "loaf": "loaves", "shelf": "shelves", "half": "halves", "wolf": "wolves",
+        "knife": "knives", "wife": "wives", "calf": "calves", "thief": "thieves", "scarf": "scarves",
     }.items() for form in forms.split()}
 
 
