@@ -160,7 +160,9 @@ _ONE_BY_ONE = re.compile(r"\b(?:each|every|per|apiece|individually)\b")
 _ONE = re.compile(r"\b(?:each|every|which|the|this|that)\s+one\b", re.IGNORECASE)
 #: Words that move the asked time ("how old was she 5 years *ago*", "how much did he have *at first*"), read over the
 #: whole final sentence: after a number as well.
-_WHEN = frozenset("ago originally initially earlier previously formerly again first beginning before after later".split())
+_WHEN = frozenset("ago originally initially earlier previously formerly again first beginning".split())
+#: "before" or "after" with nothing after it ("how much did he have *before*?"): another time, not a condition.
+_ENDS_WHEN = re.compile(r"\b(before|after|afterwards|later)\W*$")
 
 
 def _phrase_words(text: str) -> frozenset[str]:
@@ -193,7 +195,8 @@ def asking_word_change(template_literal: str, question: str, word_values: Sequen
     t_final, q_final = (_plain(text[slice(*final_sentence(text))]) for text in (template_literal, question))
     if (remains := _REMAINS & set(WORD.findall(t_final)) - {"still", "now"}) and not _REMAINS & set(WORD.findall(q_final)):
         return f"the question's final sentence drops {sorted(remains)[0]!r}: it asks for all, the entry's for what remains"
-    if shifted := sorted((_WHEN & set(WORD.findall(q_final))) - set(WORD.findall(t_final))):
+    ended = {m.group(1) for m in [_ENDS_WHEN.search(q_final)] if m} - {m.group(1) for m in [_ENDS_WHEN.search(t_final)] if m}
+    if shifted := sorted((_WHEN & set(WORD.findall(q_final))) - set(WORD.findall(t_final)) | ended):
         return f"the question's final sentence asks about another time ({shifted[0]!r}) than the entry's"
     if q.each and not _ONE_BY_ONE.search(t_final):
         return f"the question's final sentence asks about {q.each!r} one by one, the entry's about them all"

@@ -39,6 +39,7 @@ LOAVES = "A baker makes # loaves of bread a day. How many loaves does the baker 
     ("Omar is # years old. His sister is # years older. How old is his sister?",
      "Omar is 9 years old. His sister is 4 years older. How old was his sister 5 years ago?", "ago"),
     (TOM, "Tom has $50. He buys 3 books for $7 each. How much money did he have left at first?", "first"),
+    (TOM, "Tom has $50. He buys 3 books for $7 each. How much money did he have left before?", "before"),
     # each one where the template asks about them all
     (TOM, "Tom has $50. He buys 3 books for $7 each. How much money does he have left for each of them?", "each of"),
     (CAKES, "Ann bakes 4 cakes, 3 pies and 9 cookies. Each cake sells for $5. If Ann sells all the baked goods, how "
