@@ -7,24 +7,27 @@ keep the story but ask for another quantity of it: "how many feet of line does h
 "how many tulips *has he planted*" for "does he have", "*if he puts all the rolls and croissants* end to end" for
 "all the baked goods", "*after the second week*, how many ...".
 
-Without an alignment, the evidence of a rename is the question itself: a rewording renames a thing everywhere. So:
+Without an alignment, the evidence of a rename is the question itself: a rewording renames a thing everywhere. The
+final sentence is read as the clause that asks (from its question word up to its first number: a given restated
+after it is story) and its conditions, words compared by a stem that meets a verb in any tense (``word_stem``).
+Refused, each with the reason a miss reports:
 
-- a word the template's asking clause asks with, dropped while the question's story still uses it and with no word
-  or pronoun of the question's own in its place, was not renamed: the question no longer asks with it ("need" for
-  "need *to buy*"; "does *he* have" for "does the farmer have" puts a pronoun in its place and passes);
-- a word the question asks with that the template uses only before its final sentence asks about a given ("has he
-  *planted*"), and so does a condition that the template's final sentence states and the question narrows to givens
-  ("all the *rolls and croissants*" for "all the baked goods");
-- a condition that states no number and whose words the template's final sentence does not have narrows what is
-  asked ("*After the first week*, how many ...", "*After the second week*" of a story that counts weeks; so is "After
-  buying the books" refused, a restatement that cannot be told from a narrowing by its words), while a template's
-  condition moved into the story is a restatement;
-- the thing asked for must be named by one of the two texts: "how many pounds of *vegetables*" of a story of beets
-  and turnips asks for another quantity (units, months and "money" are left to the checks that compare them).
+- a word the template's asking clause asks with, dropped while the question's story still uses it and with nothing
+  of the question's own in its place ("need" for "need *to buy*"); the subject may go ("how many animals *are
+  there*", "*were sold*") and a pronoun may take a noun's place ("does *he* have"), not a verb's; a template
+  condition dropped while both stories still name its words;
+- a word the question asks with that the template uses only before its final sentence: a given ("has he
+  *planted*"), or a condition of the template's narrowed to givens ("all the *rolls and croissants*" for "all the
+  baked goods"); units, and a noun in the place of the template's pronoun, are not givens;
+- a condition that states no number in words the template's final sentence does not have ("*After the first week*,
+  how many ..."; "After buying the books" as well: its words cannot tell a restatement from a narrowing);
+- what remains asked as all of it ("does he *have*" for "have *left*"), another time ("5 years *ago*", "*at
+  first*"), and "each" one where the template asks about them all ("how much will *each donut* cost");
+- a thing asked for that neither story names ("how many pounds of *vegetables*" of a story of beets and turnips);
+  units, months and money are left to the checks that compare them.
 
-People are left to the role checks, and so are the givens a final sentence may restate: the asking clause counts up
-to its first number ("how much does he pay for 16 glasses" asks as "how much does he pay for"), and a condition that
-states a number, or a value read for a slot of words ("compounded *quarterly*"), counts as the question's story.
+People are left to the role checks; a value read for a slot of words ("compounded *quarterly*") counts as stated, a
+lead-in ("Tell me how much", "Calculate ...") and a unit to answer in (", in dollars?") are not conditions.
 """
 
 from __future__ import annotations
@@ -36,8 +39,7 @@ from dataclasses import dataclass
 from edge_runtime.read.english_words import NUMBER_WORDS, ONES, SCALES, TENS, word_stem
 from edge_runtime.read.measures import unit_of
 from edge_runtime.read.question_words import STOP_WORDS, WORD, final_sentence, people
-from edge_runtime.read.values import MONTH_DAYS
-from edge_runtime.read.values import TIME_UNITS as _TIME_UNITS
+from edge_runtime.read.values import MONTH_DAYS, TIME_UNITS
 
 #: Words that pose a question or count, not what it asks for ("how many", "what is the number of", "calculate"), and
 #: adverbs that say when or how exactly ("does she *still* have" for "does she have left").
@@ -117,7 +119,7 @@ class _Text:
                 clause = _ONE.sub(lambda m: m.group(0)[:-3] + "it", clause)  # "does each one get": a pronoun, no number
                 number = _NUMBER.search(clause) or _NUMBER_WORD.search(clause) or (stated.search(clause) if stated else None)
                 asked_text = clause[: number.start()] if number else clause
-                asking = _words(asked_text, names)
+                asking.update({k: v for k, v in _words(asked_text, names).items() if k not in asking})
                 restated.append(clause[number.start():] if number else "")
                 pronouns |= _PRONOUNS & set(WORD.findall(_plain(asked_text)))
                 continue
@@ -155,7 +157,7 @@ def _asked_thing(asking: str) -> list[str]:
 #: Words that ask for what remains ("how much does he have *left*"); a final sentence without any asks for all of it.
 _REMAINS = frozenset("left remaining remain remains rest leftover still now".split())
 #: "each" picking the things one by one: "each of", "each donut" (not "each day": a rate; "every" and "per" likewise)
-_EACH = re.compile(rf"\beach(?:\s+of\b|\s*[?.!]|\s+(?!(?:{'|'.join(_TIME_UNITS)})s?\b)[a-z]+)")
+_EACH = re.compile(rf"\beach(?:\s+of\b|\s*[?.!]|\s+(?!(?:{'|'.join(TIME_UNITS)})s?\b)[a-z]+)")
 _ONE_BY_ONE = re.compile(r"\b(?:each|every|per|apiece|individually)\b")
 _ONE = re.compile(r"\b(?:each|every|which|the|this|that)\s+one\b", re.IGNORECASE)
 #: Words that move the asked time ("how old was she 5 years *ago*", "how much did he have *at first*"), read over the
