@@ -90,7 +90,7 @@ def _first_of_pair(func: ast.FunctionDef) -> None:
     here are those whose recorded answer is that one number (``load_independent`` keeps only programs whose recorded
     answer is a number equal to the gold; most pairs were recorded whole and are dropped there). Only the answer is
     rewritten: the function's returns, or the last ``ans =`` of a few-shot program (an earlier pair may be unpacked)."""
-    def first(value: ast.expr | None) -> ast.expr | None:
+    def first(value: ast.expr) -> ast.expr:
         if isinstance(value, ast.Tuple) and value.elts and not isinstance(value.elts[0], ast.Starred):
             return value.elts[0]
         return value
@@ -98,10 +98,11 @@ def _first_of_pair(func: ast.FunctionDef) -> None:
     returns = [n for n in ast.walk(func) if isinstance(n, ast.Return)]
     answers = [n for n in func.body if isinstance(n, ast.Assign) and _assigns(n, "ans")]
     if len(returns) == 1 and answers and isinstance(returns[0].value, ast.Name) and returns[0].value.id == "ans":
-        answers[-1].value = first(answers[-1].value) or answers[-1].value  # few-shot: "... ans = a, b; return ans"
+        answers[-1].value = first(answers[-1].value)  # few-shot: "... ans = a, b; return ans"
     else:
         for node in returns:
-            node.value = first(node.value)
+            if node.value is not None:
+                node.value = first(node.value)
 
 
 def _takes_arguments(func: ast.FunctionDef) -> bool:
