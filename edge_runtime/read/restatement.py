@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from edge_runtime.read.english_words import MULTIPLIERS
 from edge_runtime.read.mentions import NUMBER, Mention, shares_value
 from edge_runtime.read.question_words import STOP_WORDS, WORD, content_words, stem
 
@@ -44,6 +45,8 @@ def restated(question: str, mentions: Sequence[Mention], used: set[int], index: 
     sentence = question[start:end]
     if set(WORD.findall(sentence.lower())) & _NOT_A_REPEAT:
         return None
+    if mentions[index].text.lower().split()[-1] in MULTIPLIERS:
+        return None  # "the number of apples doubles" states a change, whatever number it shares a value with
     own = content_words(remove_numbers(sentence)) - _RESTATING
     head = _unit_words(question, mentions[index], 1)
     for j in sorted(used):

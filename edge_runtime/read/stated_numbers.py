@@ -14,16 +14,19 @@ from edge_runtime.read.english_words import MULTIPLIERS, plural_stem
 from edge_runtime.read.mentions import Mention
 
 _NEXT_WORD = re.compile(r"[\s-]+([a-z]+)")
+#: What "one of ..." picks from: "one *of the pads*", "a couple *of her pens*" (not "one of them")
+_OF_THING = re.compile(r"\s+of\s+(?:(?:the|her|his|their|its|my|our|your|these|those)\s+)?([a-z]+)")
 _CLAUSE_END = re.compile(r"[,;.?!]")
 
 
 def counts_a_counted_thing(question: str, index: int, mentions: Sequence[Mention]) -> bool:
-    """A weak number ("one") before a thing the question counts with another number: "25 fries ... the squirrel
-    dropped one fry" states a quantity of the story, unlike "one of them", "each one" or "one day" in a question
-    that counts no days. The thing is the word right after each number, plurals folded. A "one" in a clause that
-    states another number is the unit of a rate ("one sticker costs $0.75", "one box holds 12 eggs"), not a count."""
+    """A weak number ("one", "a couple") before a thing the question counts with another number: "25 fries ... the squirrel
+    dropped one fry", "3 pads ... *one of the pads* is given away" state a quantity of the story, unlike "one of
+    them", "each one" or "one day" in a question that counts no days. The thing is the word right after each number
+    (or after "of the"), plurals folded. A "one" in a clause that states another number is the unit of a rate ("one
+    sticker costs $0.75", "one box holds 12 eggs"), not a count."""
     mention, low = mentions[index], question.lower()
-    thing = _NEXT_WORD.match(low, mention.end)
+    thing = _OF_THING.match(low, mention.end) or _NEXT_WORD.match(low, mention.end)
     if thing is None:
         return False
     start = max((m.end() for m in _CLAUSE_END.finditer(question, 0, mention.start)), default=0)

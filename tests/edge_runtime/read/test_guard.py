@@ -91,6 +91,9 @@ def test_one_of_a_thing_the_question_counts_is_an_added_operation():
     assert refusal is not None and "'one'" in refusal
     for aside in ("One of her ducks is brown.", "She loves each one of them.", "One morning it rained."):
         assert check(DUCKS, base.format(aside), DUCK_VALUES) is None, aside
+    for operation in ("One of the eggs is cracked and thrown away.", "A couple of eggs break on the way.",
+                      "Then the number of eggs doubles."):  # "doubles" shares its 2 with "eats 2": no restatement
+        assert check(DUCKS, base.format(operation), DUCK_VALUES) is not None, operation
     rate = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her "
             "friends every day with 5. She sells the remainder at the farmers' market daily, where one fresh duck egg "
             "sells for $3. How much in dollars does she make every day at the farmers' market?")
@@ -590,6 +593,22 @@ def test_a_value_restated_with_an_adding_word_is_an_added_operation():
     reworded = question.replace("However, she also decides to save an additional 25% of her paycheck aside to put "
                                 "towards fancy shoes.", "Her sister also sets 25% of her paycheck aside.")
     assert check(entry, reworded, values) is not None  # someone else's 25%: not a repeat
+
+
+def test_a_multiplying_word_is_never_a_restatement_of_a_number_of_the_same_value():
+    """"doubles" shares its 2 with "$2.00 each", and neither counts a thing by the word after it: the words of its
+    sentence repeat the story's, but it states a change."""
+    entry = EntryPoint(
+        id="fruit", description="change after buying fruit", root="r", answer_key="answer",
+        template=("Olu bought {apples} apples at ${apple_cost} each and {kiwis} kiwis at ${kiwi_cost} each. If Olu gave "
+                  "${given}, how much change did Olu receive?"),
+        params=(Param("apples", "apples", int, 2, minimum=0), Param("apple_cost", "apple price", float, 1.2, minimum=0),
+                Param("kiwis", "kiwis", int, 7, minimum=0), Param("kiwi_cost", "kiwi price", float, 2.0, minimum=0),
+                Param("given", "money given", float, 25.0, minimum=0)))
+    values = {"apples": 2, "apple_cost": 1.2, "kiwis": 7, "kiwi_cost": 2.0, "given": 25.0}
+    question = ("Olu bought 2 apples at $1.20 each and 7 kiwis at $2.00 each. Then the number of apples doubles. If Olu "
+                "gave $25, how much change did Olu receive?")
+    assert check(entry, question, values, "aligned") is not None
 
 
 def test_an_unexplained_number_compared_with_another_is_an_added_operation():

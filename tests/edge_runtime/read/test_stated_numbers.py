@@ -27,3 +27,18 @@ def test_one_before_a_thing_the_question_counts_is_a_quantity():
     mentions = scan(rate)
     one = next(i for i, m in enumerate(mentions) if m.text.lower() == "one")
     assert not counts_a_counted_thing(rate, one, mentions)
+
+
+@pytest.mark.parametrize(("question", "weak", "counted"), [
+    ("Mei uses 3 pads of paper a week. One of the pads is given away. How many sheets does she use?", "one", True),
+    ("Mei uses 3 pads of paper a week. Then a couple of pads are returned. How many sheets does she use?", "a couple",
+     True),
+    ("Mei uses 3 pads of paper a week. One of them is blue. How many sheets does she use?", "one", False),
+    ("Mei uses 3 pads of paper a week. One of her friends draws too. How many sheets does she use?", "one", False),
+])
+def test_one_or_a_couple_of_the_things_the_question_counts_is_a_quantity(question, weak, counted):
+    """"one of the pads", "a couple of pads" pick some of a counted thing; "one of them", "one of her friends" (not
+    counted by any number of the question) do not."""
+    mentions = scan(question)
+    index = next(i for i, m in enumerate(mentions) if m.text.lower() == weak)
+    assert mentions[index].weak and counts_a_counted_thing(question, index, mentions) is counted
