@@ -1,0 +1,77 @@
+"""Added operations stated with weak number words, generated from the probe templates.
+
+The hand-written probes add clauses with digits ("her cousin ate 9 more"); the guard refuses any unexplained digit.
+These add one sentence before the final question that changes a counted thing with a word the guard treats as weak
+or shares a value with ("*One of the* pads is given away", "*a couple of* pads", "the number of pads *doubles*",
+"half", "a dozen", "a third", "twice as many", "a quarter"), to every probe template's re-parameterisations that
+count a thing by a number. Each row's reasoning changed, so any answer served is a changed question served. The
+tune half was read while designing the guard's rules for them; the check half is figures only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+from builder.eval.template_probe import KIND, load_templates, renderings
+from edge_runtime.read.measures import unit_of
+from edge_runtime.read.question_words import final_sentence
+
+#: The added sentences, by the word that states the change; {n} is a plural the story counts by a number.
+ADDED = {
+    "half": "Then half of the {n} are lost.",
+    "a dozen": "Later, a dozen more {n} arrive.",
+    "doubles": "Then the number of {n} doubles.",
+    "one of the": "One of the {n} is given away.",
+    "a third": "A third of the {n} break.",
+    "twice": "Twice as many {n} are added later.",
+    "a quarter": "A quarter of the {n} are set aside.",
+    "a couple": "Then a couple of {n} are returned.",
+}
+_COUNTED = re.compile(r"\b\d[\d,.]*\s+([a-z]+s)\b")
+
+
+def added_operations(question: str) -> list[tuple[str, str]]:
+    """(word, question) for each added sentence, put before the final question; none when the story counts no thing."""
+    start, _ = final_sentence(question)
+    counted = [n for n in _COUNTED.findall(question[:start]) if n != "times" and unit_of(n) is None]
+    if not counted:
+        return []
+    return [(word, question[:start] + sentence.format(n=counted[0]) + " " + question[start:])
+            for word, sentence in ADDED.items()]
+
+
+def write(out: Path, *, per_template: int = 2) -> Counter[tuple[str, str]]:
+    """The query set: every added sentence on ``per_template`` re-parameterisations of each probe template."""
+    rows, counts = [], Counter()
+    for template in load_templates():
+        base = template.variants[0]
+        rng = random.Random(f"added-quantity-{template.gsm8k_row}")
+        for question, _ in renderings(base, base, per_template, rng):
+            for word, changed in added_operations(question):
+                rows.append({"query": changed, "answer": "None", "gsm8k_row": template.gsm8k_row,
+                             "kind": f"{KIND}: added quantity, {word}", "half": template.half, "reasoning_changed": True})
+                counts[(template.half, word)] += 1
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m builder.eval.added_quantity_probe", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    w = sub.add_parser("write", help="write the generated added operations as a query set")
+    w.add_argument("out", type=Path)
+    w.add_argument("--per-template", type=int, default=2)
+    args = parser.parse_args(argv)
+    counts = write(args.out, per_template=args.per_template)
+    print(json.dumps({f"{half} / {word}": n for (half, word), n in sorted(counts.items())}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,23 @@
+"""Added operations stated with weak number words (builder/eval/added_quantity_probe.py)."""
+
+from __future__ import annotations
+
+from builder.eval.added_quantity_probe import ADDED, added_operations, write
+from builder.eval.querysets import load_query_set
+
+
+def test_each_added_sentence_goes_before_the_final_question_and_names_a_counted_thing():
+    question = "Mei uses 3 pads of paper a week. Each pad has 80 sheets. How many sheets does she use in 4 weeks?"
+    changed = dict(added_operations(question))
+    assert set(changed) == set(ADDED)
+    assert changed["one of the"] == ("Mei uses 3 pads of paper a week. Each pad has 80 sheets. One of the pads is given "
+                                     "away. How many sheets does she use in 4 weeks?")
+    assert added_operations("A train goes 60 miles in 2 hours. How far does it go in 5 hours?") == []  # units only
+
+
+def test_the_query_set_has_both_halves_and_every_row_must_miss(tmp_path):
+    out = tmp_path / "added.jsonl"
+    counts = write(out, per_template=1)
+    assert {half for half, _ in counts} == {"tune", "check"}
+    rows = load_query_set(out).rows
+    assert len(rows) == sum(counts.values()) and all(not r.should_serve for r in rows)
