@@ -10,14 +10,11 @@ tune half was read while designing the guard's rules for them; the check half is
 
 from __future__ import annotations
 
-import argparse
-import json
-import random
 import re
 from collections import Counter
 from pathlib import Path
 
-from builder.eval.template_probe import KIND, load_templates, renderings
+from builder.eval import rewritten_probe
 from edge_runtime.read.measures import unit_of
 from edge_runtime.read.question_words import final_sentence
 
@@ -46,31 +43,13 @@ def added_operations(question: str) -> list[tuple[str, str]]:
 
 
 def write(out: Path, *, per_template: int = 2) -> Counter[tuple[str, str]]:
-    """The query set: every added sentence on ``per_template`` re-parameterisations of each probe template."""
-    rows, counts = [], Counter()
-    for template in load_templates():
-        base = template.variants[0]
-        rng = random.Random(f"added-quantity-{template.gsm8k_row}")
-        for question, _ in renderings(base, base, per_template, rng):
-            for word, changed in added_operations(question):
-                rows.append({"query": changed, "answer": "None", "gsm8k_row": template.gsm8k_row,
-                             "kind": f"{KIND}: added quantity, {word}", "half": template.half, "reasoning_changed": True})
-                counts[(template.half, word)] += 1
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return counts
+    """The query set: each pattern applied to ``per_template`` re-parameterisations of every probe template."""
+    return rewritten_probe.write(out, added_operations, label="added quantity", per_template=per_template)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m builder.eval.added_quantity_probe", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    w = sub.add_parser("write", help="write the generated added operations as a query set")
-    w.add_argument("out", type=Path)
-    w.add_argument("--per-template", type=int, default=2)
-    args = parser.parse_args(argv)
-    counts = write(args.out, per_template=args.per_template)
-    print(json.dumps({f"{half} / {word}": n for (half, word), n in sorted(counts.items())}, indent=1))
-    return 0
+    return rewritten_probe.main(argv, module="builder.eval.added_quantity_probe", doc=__doc__ or "",
+                                rewrite=added_operations, label="added quantity", per_template=2)
 
 
 if __name__ == "__main__":

@@ -12,15 +12,12 @@ makes the served count an upper bound).
 
 from __future__ import annotations
 
-import argparse
-import json
-import random
 import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from builder.eval.template_probe import KIND, load_templates, renderings
+from builder.eval import rewritten_probe
 from edge_runtime.read.measures import unit_of
 from edge_runtime.read.question_words import final_sentence, people
 
@@ -72,30 +69,12 @@ def changed_final_questions(question: str) -> Iterator[tuple[str, str]]:
 
 def write(out: Path, *, per_template: int = 3) -> Counter[tuple[str, str]]:
     """The query set: each pattern applied to ``per_template`` re-parameterisations of every probe template."""
-    rows, counts = [], Counter()
-    for template in load_templates():
-        base = template.variants[0]
-        rng = random.Random(f"final-question-{template.gsm8k_row}")
-        for question, _ in renderings(base, base, per_template, rng):
-            for kind, changed in changed_final_questions(question):
-                rows.append({"query": changed, "answer": "None", "gsm8k_row": template.gsm8k_row,
-                             "kind": f"{KIND}: final question, {kind}", "half": template.half, "reasoning_changed": True})
-                counts[(template.half, kind)] += 1
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return counts
+    return rewritten_probe.write(out, changed_final_questions, label="final question", per_template=per_template)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m builder.eval.final_question_probe", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    w = sub.add_parser("write", help="write the generated changed final questions as a query set")
-    w.add_argument("out", type=Path)
-    w.add_argument("--per-template", type=int, default=3)
-    args = parser.parse_args(argv)
-    counts = write(args.out, per_template=args.per_template)
-    print(json.dumps({f"{half} / {kind}": n for (half, kind), n in sorted(counts.items())}, indent=1))
-    return 0
+    return rewritten_probe.main(argv, module="builder.eval.final_question_probe", doc=__doc__ or "",
+                                rewrite=changed_final_questions, label="final question", per_template=3)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from builder.eval.added_quantity_probe import ADDED, added_operations, write
-from builder.eval.querysets import load_query_set
+from builder.eval.added_quantity_probe import ADDED, added_operations
 
 
 def test_each_added_sentence_goes_before_the_final_question_and_names_a_counted_thing():
@@ -14,10 +13,3 @@ def test_each_added_sentence_goes_before_the_final_question_and_names_a_counted_
                                      "away. How many sheets does she use in 4 weeks?")
     assert added_operations("A train goes 60 miles in 2 hours. How far does it go in 5 hours?") == []  # units only
 
-
-def test_the_query_set_has_both_halves_and_every_row_must_miss(tmp_path):
-    out = tmp_path / "added.jsonl"
-    counts = write(out, per_template=1)
-    assert {half for half, _ in counts} == {"tune", "check"}
-    rows = load_query_set(out).rows
-    assert len(rows) == sum(counts.values()) and all(not r.should_serve for r in rows)

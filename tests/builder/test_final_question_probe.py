@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from builder.eval.final_question_probe import changed_final_questions, write
-from builder.eval.querysets import load_query_set
+from builder.eval.final_question_probe import changed_final_questions
 
 QUESTION = ("Nadia packs 4 boxes of 6 mangoes each and buys 3 baskets. Each basket holds 5 mangoes. Omar needs to buy "
             "the rest. How many mangoes does Nadia need to buy in total?")
@@ -20,10 +19,3 @@ def test_each_pattern_rewrites_only_the_final_question():
     assert changed["after the first week"].endswith("After the first week, how many mangoes does Nadia need to buy in total?")
     assert changed["another person"].endswith("How many mangoes does Omar need to buy in total?")
 
-
-def test_the_query_set_has_both_halves_and_every_row_must_miss(tmp_path):
-    out = tmp_path / "final_questions.jsonl"
-    counts = write(out, per_template=1)
-    assert {half for half, _ in counts} == {"tune", "check"}
-    rows = load_query_set(out).rows
-    assert len(rows) == sum(counts.values()) and all(not r.should_serve for r in rows)
