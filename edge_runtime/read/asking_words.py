@@ -79,10 +79,11 @@ def _words(text: str, names: set[str]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class _Text:
+class AskedWords:
     """A text's words, its final sentence's parts apart: what it asks with (the clause with the question word, up to
     its first number), its conditions that state no number, the pronouns of both, the thing it asks for, and the
-    words of everything else (the story, and conditions that state a number: they restate givens)."""
+    words of everything else (the story, and conditions that state a number: they restate givens). A template's
+    depend on the entry alone: the guard keeps them with its template facts."""
 
     asking: dict[str, str]
     conditions: dict[str, str]
@@ -93,9 +94,10 @@ class _Text:
     subject: str  # the stem of the noun its asking clause asks about ("does the *farmer* have"), or ""
     phrase_words: frozenset[str]  # stems of its final sentence's words in a noun phrase ("the *baked goods*")
     each: str  # how its final sentence asks about each one ("how much will *each donut* cost", "*each of* them"), or ""
+    plain_final: str  # its final sentence in lower case, contractions spelled out
 
     @classmethod
-    def of(cls, text: str, stated: re.Pattern[str] | None = None) -> _Text:
+    def of(cls, text: str, stated: re.Pattern[str] | None = None) -> AskedWords:
         start, end = final_sentence(text)
         final = text[start:end]
         story_part = text[:start] + " " + text[end:]
@@ -117,13 +119,13 @@ class _Text:
                 clause = clause[wh.start():] if wh else clause  # "Tell me how much ...": a lead-in, not a condition
                 clause = clause[_INSTRUCTION.match(clause).end():] if _INSTRUCTION.match(clause) else clause
                 clause = _ONE.sub(lambda m: m.group(0)[:-3] + "it", clause)  # "does each one get": a pronoun, no number
-                number = _NUMBER.search(clause) or _NUMBER_WORD.search(clause) or (stated.search(clause) if stated else None)
+                number = _first_number(clause, stated)
                 asked_text = clause[: number.start()] if number else clause
                 asking.update({k: v for k, v in _words(asked_text, names).items() if k not in asking})
                 restated.append(clause[number.start():] if number else "")
                 pronouns |= _PRONOUNS & set(WORD.findall(_plain(asked_text)))
                 continue
-            number = _NUMBER.search(clause) or _NUMBER_WORD.search(clause) or (stated.search(clause) if stated else None)
+            number = _first_number(clause, stated)
             if number:
                 restated.append(clause)
             elif _in_unit(clause):  # ", in liters?": the unit asked in, as the asking clause's
@@ -136,7 +138,12 @@ class _Text:
         asked = {word_stem(w): w for w in _asked_thing(asked_text) if w not in names}
         each = _EACH.search(_plain(" . ".join([asked_text, *condition_texts])))
         return cls(asking, conditions, frozenset(pronouns), asked, frozenset(story), frozenset(_words(final, names)),
-                   _subject(asked_text), _phrase_words(final), each.group(0).strip(" ?.!") if each else "")
+                   _subject(asked_text), _phrase_words(final), each.group(0).strip(" ?.!") if each else "", _plain(final))
+
+
+def _first_number(clause: str, stated: re.Pattern[str] | None) -> re.Match[str] | None:
+    """The first number a clause states: digits or a slot, a number word, or a value read for a slot of words."""
+    return _NUMBER.search(clause) or _NUMBER_WORD.search(clause) or (stated.search(clause) if stated else None)
 
 
 _ASKED = re.compile(r"\bhow\s+(?:many|much)\s+(?:more\s+|fewer\s+|less\s+|total\s+)?(?P<what>[a-z]+)"
@@ -181,7 +188,7 @@ def _subject(asking: str) -> str:
     at = next((i for i, w in enumerate(tokens) if w in _AUXILIARIES), None)
     if at is None:
         return ""
-    rest = [w for w in tokens[at + 1:]]
+    rest = tokens[at + 1:]
     while rest and rest[0] in _DETERMINERS:
         rest.pop(0)
     return word_stem(rest[0]) if rest and rest[0] not in STOP_WORDS and rest[0] not in _PRONOUNS else ""
@@ -191,10 +198,15 @@ def asking_word_change(template_literal: str, question: str, word_values: Sequen
     """Why the question's final sentence asks with other words than the template's (``template_literal``: slots
     blanked), judged by what each story still names; None when it keeps them or renames them everywhere.
     ``word_values``: the values read for slots of words, stated like numbers."""
+    return asking_change(AskedWords.of(template_literal), question, word_values)
+
+
+def asking_change(t: AskedWords, question: str, word_values: Sequence[str] = ()) -> str | None:
+    """``asking_word_change`` with the template's words read once (``AskedWords.of`` its blanked template)."""
     values = [re.escape(v) for v in word_values if v and v.strip()]
     stated = re.compile(rf"\b(?:{'|'.join(values)})\b", re.IGNORECASE) if values else None
-    t, q = _Text.of(template_literal), _Text.of(question, stated)
-    t_final, q_final = (_plain(text[slice(*final_sentence(text))]) for text in (template_literal, question))
+    q = AskedWords.of(question, stated)
+    t_final, q_final = t.plain_final, q.plain_final
     if (remains := _REMAINS & set(WORD.findall(t_final)) - {"still", "now"}) and not _REMAINS & set(WORD.findall(q_final)):
         return f"the question's final sentence drops {sorted(remains)[0]!r}: it asks for all, the entry's for what remains"
     ended = {m.group(1) for m in [_ENDS_WHEN.search(q_final)] if m} - {m.group(1) for m in [_ENDS_WHEN.search(t_final)] if m}

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edge_runtime.entries.metadata import EntryPoint
-from edge_runtime.read.asking_words import asking_word_change
+from edge_runtime.read.asking_words import asking_change
 from edge_runtime.read.disclaimers import IRRELEVANCE
 from edge_runtime.read.english_words import plural_stem
 from edge_runtime.read.measures import asked_unit_change, share_asked_as_count, unit_refusal
@@ -453,7 +453,7 @@ class ReasoningGuard:
             if model_path and cfg.model_path_reversal_words is not None and len(given) >= cfg.model_path_reversal_words:
                 return (f"the question asks about {', '.join(repr(w) for w in given)}, which the entry's "
                         "reasoning takes as given, not what it answers")
-            if cfg.check_asking_words and (changed := asking_word_change(read.facts.literal, question, read.word_values)):
+            if cfg.check_asking_words and (changed := asking_change(read.facts.asked_words, question, read.word_values)):
                 return changed
         return None
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from edge_runtime.entries.metadata import EntryPoint
+from edge_runtime.read.asking_words import AskedWords
 from edge_runtime.read.measures import currency_before
 from edge_runtime.read.mentions import PERCENT_AFTER, Mention
 from edge_runtime.read.question_words import STOP_WORDS, WORD, asks_with_pronoun, content_words, stem, target_clause
@@ -39,6 +40,7 @@ class TemplateFacts:
     fraction_pairs: list[tuple[str, str]]  # slots written as a fraction: "{a}/{b}"
     worded_numerators: dict[str, str]  # a slot before a fraction word: "{n} thirds" -> {"n": "thirds"}
     before_of: frozenset[str]  # slots the template writes right before "of": "{f} of the students"
+    asked_words: AskedWords  # its final sentence's words, as the model path's check compares them (asking_words)
     percent_slots: frozenset[str] = frozenset()  # slots the template writes as a percent: "{p}%", "{p} percent"
     #: the words right before and after a slot -> the slot: ("combines", "ml") -> "first" of "combines {first} mL"
     after_slot: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -82,6 +84,7 @@ def template_facts(entry: EntryPoint, scan: Callable[[str], Sequence[Mention]], 
         percent_slots=frozenset(m.group(1) for m in SLOT.finditer(template) if PERCENT_AFTER.match(template, m.end())),
         after_slot=after_slot,
         asks_with_pronoun=asks_with_pronoun(literal),
+        asked_words=AskedWords.of(literal),
     )
 
 
