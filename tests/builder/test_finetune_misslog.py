@@ -9,10 +9,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from llm_script import EXAMPLE_ENTRY as ENTRY
+from llm_script import EXAMPLE_ORDER as ORDER
+from llm_script import NOTHING_LISTENS, assert_no_file_holds_the_key, fast_config
+from llm_script import verdict as script_verdict
 
 from builder.finetune import benchmark_queries, extra_rows, prepare_dataset
 from builder.finetune_data import build_dataset, normalise, split_entries, target_ids
@@ -37,8 +42,8 @@ from edge_runtime.read.prompt_variants import short_prompt_parts
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
 API_KEY = "sk-test-misslog-key-9876543210"
-ENTRY = "school-trip-cost"
-ORDER = ("students", "teachers", "seats", "bus_price", "ticket_price")
+config = partial(fast_config, API_KEY)
+verdict = partial(script_verdict, reason="same reasoning, same values")
 
 MISSED = ("Our school sends 180 pupils and 9 teachers to the museum. A coach seats 40 and costs $300 to hire; a pupil's "
           "ticket is $10, teachers go free. How many coaches do we need, and what is the total cost in dollars?")
@@ -72,16 +77,6 @@ def source(question_part: str, entry_id: str = ENTRY, spans: dict[str, str] | No
     return {"role": "source", "match": question_part, "input": answer}
 
 
-def verdict(role: str, same: bool, match: str | None = None, reason: str = "same reasoning, same values",
-            repeat: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": role, "input": {"reason": reason, "same_meaning": same}}
-    if match is not None:
-        out["match"] = match
-    if repeat:
-        out["repeat"] = True
-    return out
-
-
 YES = [verdict("judge-1", True, repeat=True), verdict("judge-2", True, repeat=True)]
 GOOD_SCRIPT = [source("go free. How many coaches"), *YES]
 MIXED_SCRIPT = [
@@ -97,10 +92,6 @@ MIXED_LOG = [MISSED, None, CHANGED, MISSED, REJECTED, EVALUATED, UNANSWERED, Non
 FORBIDDEN = frozenset({normalise(EVALUATED)})
 
 
-
-
-def config(base_url: str, **overrides: Any) -> ClientConfig:
-    return ClientConfig(api_key=API_KEY, base_url=base_url, base_delay=0.001, max_delay=0.01, timeout=30, **overrides)
 
 
 def question_in(request: Any, after: str) -> str:
@@ -251,7 +242,7 @@ def recorded(entries, tokens, tmp_path_factory):
 
 def test_a_recorded_cassette_replays_without_http(recorded, entries, tokens, tmp_path):
     root, _, report, recording = recorded
-    client = LLMClient(ClientConfig(base_url="http://127.0.0.1:9", replay=root / "cassette.jsonl"))
+    client = LLMClient(ClientConfig(base_url=NOTHING_LISTENS, replay=root / "cassette.jsonl"))
     again = MissLogLabeller(client, tmp_path / "fresh.jsonl", [root / "misses.1.jsonl"]).run(entries, tokens, FORBIDDEN,
                                                                                              quiet)
     assert (again.asked, again.cached, client.http_calls) == (4, 0, 0)  # the cassette answered, not the cache
@@ -261,10 +252,7 @@ def test_a_recorded_cassette_replays_without_http(recorded, entries, tokens, tmp
 
 def test_the_key_is_in_no_cache_file_and_no_cassette(recorded):
     root, stub, _, _ = recorded
-    assert stub.requests and all(r.headers["authorization"] == f"Bearer {API_KEY}" for r in stub.requests)
-    for name in ("cassette.jsonl", "cache.jsonl"):
-        text = (root / name).read_text(encoding="utf-8")
-        assert text.strip() and API_KEY not in text and API_KEY[8:] not in text
+    assert_no_file_holds_the_key(root, stub, API_KEY)
 
 
 # ---- (f) the training set and the command line -------------------------------------------------------------

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import partial
 from typing import Any
 
 import pytest
+from llm_script import EXAMPLE_ENTRY as ENTRY
+from llm_script import EXAMPLE_ORDER as ORDER
+from llm_script import NOTHING_LISTENS, assert_no_file_holds_the_key, fast_config, verdict
 
 from builder.finetune import benchmark_queries
 from builder.finetune_data import build_dataset, split_entries, target_ids
@@ -31,8 +35,7 @@ from edge_runtime.read.prompt_variants import short_prompt_parts
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
 API_KEY = "sk-test-rephrase-key-0123456789"
-ENTRY = "school-trip-cost"
-ORDER = ("students", "teachers", "seats", "bus_price", "ticket_price")
+config = partial(fast_config, API_KEY)
 
 GOOD_WORDS = ("There are two hundred and thirty students and 12 teachers from a school visiting a museum. A bus seats 50 "
               "and costs $350 to hire; a student's museum ticket is $12, and teachers go free. How many buses are "
@@ -55,26 +58,12 @@ def item(question: str, **overrides: str) -> dict[str, Any]:
     return {"question": question, "spans": spans(**overrides)}
 
 
-def verdict(role: str, same: bool, match: str | None = None, reason: str = "same question, same values",
-            repeat: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": role, "input": {"reason": reason, "same_meaning": same}}
-    if match is not None:
-        out["match"] = match
-    if repeat:
-        out["repeat"] = True
-    return out
-
-
 GOOD_SCRIPT = [
     {"role": "source", "input": {"rephrasings": [item(GOOD_WORDS, students="two hundred and thirty"), item(GOOD_ORDER)]}},
     verdict("judge-1", True, repeat=True), verdict("judge-2", True, repeat=True),
 ]
 
 
-
-
-def config(base_url: str, **overrides: Any) -> ClientConfig:
-    return ClientConfig(api_key=API_KEY, base_url=base_url, base_delay=0.001, max_delay=0.01, timeout=30, **overrides)
 
 
 def judge_requests(stub: StubMessagesServer) -> list[Any]:
@@ -219,7 +208,7 @@ def recorded(entries, tokens, tmp_path_factory):
 def test_a_recorded_cassette_replays_without_http(recorded, entries, tokens, tmp_path):
     root, stub, report, recording = recorded
     assert len(report.examples[ENTRY]) == 2
-    client = LLMClient(ClientConfig(base_url=stub_url_nothing_listens(), replay=root / "cassette.jsonl"))
+    client = LLMClient(ClientConfig(base_url=NOTHING_LISTENS, replay=root / "cassette.jsonl"))
     again = Rephraser(client, tmp_path / "fresh-cache.jsonl", 2).run({ENTRY: entries[ENTRY]}, tokens,
                                                                       progress=lambda m: None)
     assert again.asked == 1 and again.cached == 0  # not the cache: the cassette answered
@@ -228,16 +217,9 @@ def test_a_recorded_cassette_replays_without_http(recorded, entries, tokens, tmp
     assert client.meter.usd == pytest.approx(recording.meter.usd) and set(client.meter.as_dict()) == {"source", "judge"}
 
 
-def stub_url_nothing_listens() -> str:
-    return "http://127.0.0.1:9"
-
-
 def test_the_key_is_in_no_cache_file_and_no_cassette(recorded):
     root, stub, _, _ = recorded
-    assert stub.requests and all(r.headers["authorization"] == f"Bearer {API_KEY}" for r in stub.requests)
-    for name in ("cassette.jsonl", "cache.jsonl"):
-        text = (root / name).read_text(encoding="utf-8")
-        assert text.strip() and API_KEY not in text and API_KEY[8:] not in text
+    assert_no_file_holds_the_key(root, stub, API_KEY)
 
 
 # ---- small parts ---------------------------------------------------------------------------------------
