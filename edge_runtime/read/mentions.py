@@ -73,6 +73,10 @@ def read_values(text: str) -> tuple[float, ...] | None:
     return (value,) if value is not None else None
 
 
+#: "a couple of pads": two, a weak mention as "one" is (a couple may be two people)
+_COUPLE = re.compile(r"\ba couple\b", re.IGNORECASE)
+
+
 def scan(text: str) -> list[Mention]:
     """Every number stated in ``text``, in order (digits, fractions, number words, "half", "twice", "a dozen")."""
     found: list[Mention] = []
@@ -89,12 +93,10 @@ def scan(text: str) -> list[Mention]:
             continue
         found = [m for m in found if not (match.start() <= m.start and m.end <= match.end())]
         found.append(Mention(match.start(), match.end(), match.group(0), (value,)))
-    for match in _COUPLE.finditer(text):  # "a couple of pads": two, weak as "one" is (a couple may be two people)
+    for match in _COUPLE.finditer(text):
         found.append(Mention(match.start(), match.end(), match.group(0), (2.0,), weak=True))
     return sorted(found, key=lambda m: m.start)
 
-
-_COUPLE = re.compile(r"\ba couple\b", re.IGNORECASE)
 
 
 def _mention(text: str, start: int, end: int) -> Mention:
