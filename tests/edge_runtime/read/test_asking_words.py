@@ -171,3 +171,14 @@ def test_the_guard_applies_it_on_the_model_path_only_and_it_can_be_switched_off(
     assert guard(HOSE_ENTRY, NEED, values, "aligned") is None
     off = ReasoningGuard(GuardConfig(check_asking_words=False))
     assert off(HOSE_ENTRY, NEED, values, "lm-draft") is None
+
+
+@pytest.mark.parametrize("question", [
+    "", "?", "   ", "how much?" * 400, "A\x00B. How many?\x00", "NO SENTENCE ENDS HERE", "Dan has 5. " * 2000 + "How many?",
+    "Tom has $50. He buys 3 books for $7 each. How much money does he have left? How much did he spend?",
+])
+def test_hostile_or_malformed_questions_get_a_verdict_not_an_exception(question):
+    """The question is a client's text: empty, without a sentence, huge, with NUL bytes or several final questions,
+    the check returns a refusal or None, as do regex characters in the values read for slots of words."""
+    result = asking_word_change(TOM, question, ["(a+)+$", "[", "\\", ""])
+    assert result is None or isinstance(result, str)
