@@ -10,13 +10,10 @@ tune half was read while designing the guard's rules for them; the check half is
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 
 from builder.eval import rewritten_probe
-from edge_runtime.read.measures import unit_of
-from edge_runtime.read.question_words import final_sentence
 
 #: The added sentences, by the word that states the change; {n} is a plural the story counts by a number.
 ADDED = {
@@ -29,17 +26,8 @@ ADDED = {
     "a quarter": "A quarter of the {n} are set aside.",
     "a couple": "Then a couple of {n} are returned.",
 }
-_COUNTED = re.compile(r"\b\d[\d,.]*\s+([a-z]+s)\b")
-
-
-def added_operations(question: str) -> list[tuple[str, str]]:
-    """(word, question) for each added sentence, put before the final question; none when the story counts no thing."""
-    start, _ = final_sentence(question)
-    counted = [n for n in _COUNTED.findall(question[:start]) if n != "times" and unit_of(n) is None]
-    if not counted:
-        return []
-    return [(word, question[:start] + sentence.format(n=counted[0]) + " " + question[start:])
-            for word, sentence in ADDED.items()]
+#: Each sentence of ``ADDED`` before the final question: (word, question) pairs.
+added_operations = rewritten_probe.sentences_added(ADDED)
 
 
 def write(out: Path, *, per_template: int = 2) -> Counter[tuple[str, str]]:

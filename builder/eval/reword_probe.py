@@ -57,6 +57,7 @@ SYNONYMS, UNITS, CURRENCY_WORDS, ASIDE = "synonyms", "unit spellings", "currency
 MERGED, SPLIT, STATED, MOVED = "sentences merged", "sentence split", "condition stated", "condition moved"
 PHRASE, FORM, NAME_FOR, PRONOUN_FOR = "phrase moved", "question form", "name for pronoun", "pronoun for name"
 RELATIVE, PASSIVE, ATTACHED = "relative clause", "passive", "number attached elsewhere"
+CENTS = "amount in cents"
 
 _NUMBER = re.compile(r"\d+(?:[.,/]\d+)*")
 _WORD_NUMBER = re.compile(r"\b(?:" + "|".join(sorted({*fr.ONES, *fr.TENS}, key=len, reverse=True)) + r")\b", re.I)
@@ -383,6 +384,16 @@ def attach_elsewhere(text: str, rng: random.Random, people: People) -> str | Non
     return out if out != text else None
 
 
+_UNDER_A_DOLLAR = re.compile(r"\$0?\.(\d\d)\b(?!\.\d)")
+
+
+def amounts_in_cents(text: str) -> str | None:
+    """Each amount under a dollar as cents ("$0.25" as "25 cents"): the same amount, its number written otherwise (the
+    one kind whose stated numbers change; the device reads it in the template's dollars, edge_runtime.read.measures)."""
+    out = _UNDER_A_DOLLAR.sub(lambda m: f"{int(m.group(1))} cents", text)
+    return out if out != text else None
+
+
 # ---- the fine-tuning data's rewordings (builder/finetune_rewording.py), on the template -------------------------
 
 def _on_template(change: Callable[[str, random.Random], str]) -> Callable[[EntryPoint, random.Random], str | None]:
@@ -412,7 +423,7 @@ TEMPLATE_KINDS: dict[str, Callable[[EntryPoint, random.Random], str | None]] = {
 #: Every structural rewording that applies, one after another, and the people renamed (other first names of the
 #: same gender, none a dev set uses): GSM-Symbolic renames every template's people besides rewording it.
 COMBINED = "all structural + names"
-KINDS = (ORIGINAL, *TEMPLATE_KINDS, *TEXT_KINDS, COMBINED)
+KINDS = (ORIGINAL, *TEMPLATE_KINDS, *TEXT_KINDS, COMBINED, CENTS)
 
 
 @dataclass(frozen=True)
@@ -465,6 +476,8 @@ def probes_for(entry: EntryPoint, answer: Any, people: People, half: str, verifi
     renamed = people.rename(combined, random.Random(f"{seed}:{entry.id}:names"))
     if changes and renamed is not None and renamed not in seen and stated_numbers(renamed) == numbers:
         out.append(Probe(renamed, answer, COMBINED, entry.id, row, half, verification))
+    if (cents := amounts_in_cents(original)) is not None:
+        out.append(Probe(cents, answer, CENTS, entry.id, row, half, verification))
     return out
 
 

@@ -183,8 +183,19 @@ class Extractor:
             if "<|im_start|>" not in template:
                 raise TargetModelError("the extractor's prompt needs a ChatML chat template (<|im_start|>)")
 
-    def _validate(self, entry: EntryPoint, spans: dict[str, str]) -> dict[str, Any]:
-        return validate_spans(entry, spans, self.pack.read_quantity)
+    def _validate(self, entry: EntryPoint, spans: dict[str, str], question: str) -> dict[str, Any]:
+        """Typed, validated values in the template's units (the reading pack converts "30 cents" for "${price}")."""
+        values = validate_spans(entry, spans, self.pack.read_quantity)
+        converted = self.pack.in_template_units(entry.template, question, values)
+        params = {p.name: p for p in entry.params}
+        for name, value in converted.items():
+            param = params[name]
+            try:
+                values[name] = param.validate(float(value) if param.type is float else value)
+            except ParameterValidationError as exc:
+                raise ExtractionError(MissReason.VALIDATION_FAILED, f"{exc} (read as {spans.get(name, '')!r} "
+                                      "in the question's unit)") from exc
+        return values
 
     @property
     def prompt_parts(self) -> Callable[[EntryPoint, str], tuple[str, str]]:
@@ -210,7 +221,7 @@ class Extractor:
                 slots = aligned_values(entry.template, entry.params, restored, words=words)
         if slots is None:
             return None
-        return Extraction(self._validate(entry, slots), slots, path, seconds=time.perf_counter() - started)
+        return Extraction(self._validate(entry, slots, question), slots, path, seconds=time.perf_counter() - started)
 
     def extract(self, entry: EntryPoint, question: str, *, fast_paths: bool = True) -> Extraction:
         """IS2 for one entry; ``fast_paths=False`` when the caller has tried ``fast_path`` already."""
@@ -239,7 +250,7 @@ class Extractor:
             if template_failure is not None:
                 raise template_failure from None
             raise
-        extraction.values = self._validate(entry, extraction.spans)
+        extraction.values = self._validate(entry, extraction.spans, question)
         extraction.seconds = time.perf_counter() - started
         return extraction
 
@@ -254,7 +265,7 @@ class Extractor:
                 raise ExtractionError(MissReason.EXTRACTION_FAILED, "the values could not be read from the question's "
                     "wording (a value may lie outside what this entry handles)")
             if self.draft_check is not None:
-                values = self._validate(entry, {p.name: draft[p.name] for p in entry.params})
+                values = self._validate(entry, {p.name: draft[p.name] for p in entry.params}, question)
                 try:
                     refusal = self.draft_check(entry, question, values)
                 except Exception as exc:  # noqa: BLE001 - a guard that cannot judge refuses, as after IS2
@@ -287,7 +298,7 @@ class Extractor:
                                 checked)
             if self.on_disagreement == "miss":
                 if (self.impossible_rereads and self._draft_near_top(slots, question, draft_ids, hidden_rows)
-                        and self._draft_may_serve(entry, draft)):
+                        and self._draft_may_serve(entry, draft, question)):
                     with self._rereading:  # each holds a KV state of ~20 MB: a few at a time bound the memory
                         reread = self._reread(entry, question, slots, machine, state, suffix_ids, draft, draft_ids,
                                               hidden_rows, accepted, diverged)
@@ -365,7 +376,7 @@ class Extractor:
                 repair = dict(draft)
                 repair[name], repair[partner] = reading[name], draft[name]
                 try:
-                    self._validate(entry, repair)
+                    self._validate(entry, repair, question)
                 except ExtractionError:
                     continue
                 repair_ids = JsonSlotsConstraint(engine, slots, question.strip()).draft_tokens([repair[n] for n in names])
@@ -385,13 +396,13 @@ class Extractor:
                 total += scores[allowed.index(token)] - top - np.log(np.exp(scores - top).sum())
         return total
 
-    def _draft_may_serve(self, entry: EntryPoint, draft: dict[str, str]) -> bool:
+    def _draft_may_serve(self, entry: EntryPoint, draft: dict[str, str], question: str) -> bool:
         """The draft's values are valid and pass ``draft_check`` (true when there is none). Only asked under the miss
         policy, where a ``draft_check`` has already passed the draft before the pass: then nothing is left to ask."""
         if self.draft_check is not None:
             return True
         try:
-            self._validate(entry, {p.name: draft[p.name] for p in entry.params})
+            self._validate(entry, {p.name: draft[p.name] for p in entry.params}, question)
         except ExtractionError:
             return False
         return True

@@ -43,6 +43,12 @@ from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.read.asking_words import asking_change
 from edge_runtime.read.disclaimers import IRRELEVANCE
 from edge_runtime.read.english_words import plural_stem
+from edge_runtime.read.inserted_statements import (
+    ARTICLE_TIME_SPAN,
+    added_without_number,
+    changed_in_words,
+    statement_refusal,
+)
 from edge_runtime.read.measures import asked_unit_change, share_asked_as_count, unit_refusal
 from edge_runtime.read.mentions import STRUCTURAL, Mention, same_value, scan
 from edge_runtime.read.mentions import read_values as _read
@@ -67,7 +73,7 @@ from edge_runtime.read.template_align import renamed_role_asked
 from edge_runtime.read.template_facts import PARTS as _PARTS
 from edge_runtime.read.template_facts import Context, TemplateFacts, template_facts
 from edge_runtime.read.template_facts import context as _context
-from edge_runtime.read.values import TIME_UNITS, months_named, reads_as_share
+from edge_runtime.read.values import months_named, reads_as_share
 
 # ---- numbers in text (edge_runtime/read/mentions.py) ------------------------------------------
 
@@ -130,6 +136,8 @@ class GuardConfig:
     #: On the model path (and with ``check_target``), refuse a final sentence that asks with other words than the
     #: template's where the story shows they were not renamed (asking_words: "need" for "need to buy").
     check_asking_words: bool = True
+    #: Refuse a sentence of the question's own without a number that names what the entry counts (inserted_statements).
+    check_statements: bool = True
 
 
 @dataclass
@@ -193,12 +201,15 @@ class ReasoningGuard:
         refusal = (self._values_refusal(entry, read, values, checks, model_path=model_path)
                    or self._constants_refusal(read, checks)
                    or self._added_refusal(read, checks))
-        if refusal is not None:
+        if refusal is not None or not self.phrase_rules:
             return Verdict(refusal, checks)
-        # 4. the final question asks for the same thing (read by English question words: phrase rules).
-        if not self.phrase_rules:
-            return Verdict(None, checks)
-        return Verdict(self._target_refusal(read, checks, model_path=model_path), checks)
+        # 4. the final question asks for the same thing (read by English question words: phrase rules); 5. nothing
+        # changes the reasoning in words alone (inserted_statements: a clause of its own, a comparison, a rate)
+        refusal = self._target_refusal(read, checks, model_path=model_path)
+        if refusal is None and self.config.check_statements:
+            refusal = (statement_refusal(question, facts.counted, facts.number_free, mentions)
+                       or changed_in_words(question, facts.literal))
+        return Verdict(refusal, checks)
 
     def _bind(self, entry: EntryPoint, read: _Read, values: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
         """1. every numeric parameter value is a number the question states: among the mentions with that
@@ -268,7 +279,7 @@ class ReasoningGuard:
                     "template better than their own")
         # 1d. (a reworded question) a slot the template follows with a unit of measure is read from a number the
         # question follows with another unit or a word of its own ("two servings" for "{grams} grams")
-        measured = (unit_refusal(entry.template, question, bound, mentions, subunits_only=not model_path)
+        measured = (unit_refusal(entry.template, question, bound, mentions, subunits_only=not model_path, values=values)
                     if cfg.check_units else None)
         if measured is not None:
             return measured
@@ -331,7 +342,7 @@ class ReasoningGuard:
                 used.add(index)
         # a span of time the template states with an article ("after an hour", "in a week") is a constant
         # too: a question that no longer names that unit has dropped it
-        missing += [m.group(0) for m in (_ARTICLE_UNIT.finditer(literal) if self.phrase_rules else ())
+        missing += [m.group(0) for m in (ARTICLE_TIME_SPAN.finditer(literal) if self.phrase_rules else ())
                     if not re.search(rf"\b{m['unit']}s?\b", question, re.IGNORECASE)]
         # a month the template names states its days ("in June": 30): the question must name a month as long
         asked_days = set(months_named(question).values())
@@ -348,7 +359,6 @@ class ReasoningGuard:
         explicit phrase is set aside before a second reading (edge_runtime/read/disclaimers.py), never here."""
         cfg = self.config
         question, facts, mentions, used = read.question, read.facts, read.mentions, read.used
-        question_words = set(WORD.findall(question.lower()))
         added = []
         spans = sentences(question)
         for i, mention in enumerate(mentions):
@@ -361,9 +371,8 @@ class ReasoningGuard:
                 read.restating.append(span)
         checks["unexplained"] = added
         if cfg.check_added:
-            extra = (question_words & _ANOTHER) - facts.plain_words if self.phrase_rules else set()
-            if extra:  # "She bought another set of pots": an operation added without a number
-                return f"the question says {sorted(extra)[0]!r}, which adds to the entry's reasoning"
+            if self.phrase_rules and (said := added_without_number(question, facts.literal, facts.plain_words)):
+                return said  # "She bought another set of pots", "again", "for a week": an operation with no number
             for item in added:
                 if item["restates"] is None:
                     return (f"the question states {item['text']!r}, a quantity the entry's reasoning does not use "
@@ -465,8 +474,6 @@ class ReasoningGuard:
         return float(vectors[0] @ vectors[1]) >= threshold
 
 
-_ARTICLE_UNIT = re.compile(rf"\b(?:after|in|for|within|over)\s+(?:an?|one)\s+(?P<unit>{'|'.join(TIME_UNITS)})\b",
-                           re.IGNORECASE)
 
 
 @dataclass
@@ -570,8 +577,6 @@ def _share_of(text: str, mentions: Sequence[Mention], used: set[int], value: flo
 
 
 _NEGATION = frozenset({"negation"})
-#: Words that add an operation even without a number.
-_ANOTHER = frozenset(["another"])
 
 
 def make_guard(embedder: Any = None, config: GuardConfig | None = None) -> ReasoningGuard:

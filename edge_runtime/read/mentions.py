@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from edge_runtime.errors import ConversionError
-from edge_runtime.read.english_words import CARDINALS, DEVICE_NUMBER_WORDS, FRACTIONS, NUMBER_WORDS
+from edge_runtime.read.english_words import CARDINALS, DEVICE_NUMBER_WORDS, FRACTIONS, NUMBER_WORDS, SCALES
 from edge_runtime.read.values import (
     DIGITS,
     DIGITS_END,
@@ -34,13 +34,15 @@ _STRUCT = "|".join(sorted(STRUCTURAL, key=len, reverse=True))
 COUNTED_FRACTIONS: dict[str, tuple[float, ...]] = {
     w: v for w, v in NUMBER_WORDS.items() if w not in STRUCTURAL and w.rstrip("s") in FRACTIONS and w.rstrip("s") != "hundredth"}
 _COUNTED = "|".join(sorted(COUNTED_FRACTIONS, key=len, reverse=True))
+_SCALE = "|".join(SCALES)
 NUMBER = re.compile(
     rf"(?<![\w.]){DIGITS}{DIGITS_END}"  # "1st" is dropped in scan()
-    rf"|\b(?:(?:{_CARD})(?:[\s-]+(?:and\s+)?(?:{_CARD}))*(?:[\s-]+(?:{_STRUCT}|{_COUNTED}))?)\b"
+    rf"|\b(?:(?:a|an)\s+(?={_SCALE}))?(?:(?:{_CARD})(?:[\s-]+(?:and\s+)?(?:{_CARD}))*(?:[\s-]+(?:{_STRUCT}|{_COUNTED}))?)\b"
     rf"|\b(?:(?:a|an)\s+)?(?:{_STRUCT})\b",
     re.IGNORECASE,
 )
 PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|per\s*cent\b)", re.IGNORECASE)
+CENTS_AFTER = re.compile(r"[\s-]*cents?\b", re.IGNORECASE)
 _ORDINAL_AFTER = re.compile(r"(?:st|nd|rd|th)\b", re.IGNORECASE)
 
 
@@ -63,7 +65,7 @@ def read_values(text: str) -> tuple[float, ...] | None:
     last = re.split(r"[\s-]+", low)[-1]
     try:
         value = float(Fraction(parse_quantity(text).value))
-    except (ConversionError, ValueError, ZeroDivisionError):
+    except (ConversionError, ValueError, ZeroDivisionError, OverflowError):  # 400 digits are no number a float holds
         value = None
     if last in STRUCTURAL or (last in COUNTED_FRACTIONS and value is not None):
         alternatives = STRUCTURAL.get(last) or COUNTED_FRACTIONS[last]
@@ -106,6 +108,8 @@ def _mention(text: str, start: int, end: int) -> Mention:
     percent = bool(PERCENT_AFTER.match(text, end))
     if percent:
         values = values + (values[0] / 100,)
+    elif values and CENTS_AFTER.match(text, end) and text[max(0, start - 1):start] not in ("$", "€", "£"):
+        values = values + (values[0] / 100,)  # "30 cents" is also $0.30 (edge_runtime/read/measures.in_currency)
     money = text[max(0, start - 1):start] in ("$", "€", "£") or bool(
         re.match(r"\s*(?:dollars?|cents?|bucks|euros?|pounds?)\b", text[end:], re.IGNORECASE))
     return Mention(start, end, raw, values, raw.lower() in ("one", "zero"), percent, money)

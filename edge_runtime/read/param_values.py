@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -12,6 +13,10 @@ from edge_runtime.read.values import Quantity, parse_quantity
 
 _YES = {"yes", "true", "y"}
 _NO = {"no", "false", "n"}
+
+
+#: Words a number's unit may have in a slot that declares none ("4 sq ft", "3 fluid ounces").
+_UNIT_WORDS = 2
 
 
 def read_param(param: Param, text: str, read_quantity: Callable[[str], Quantity] = parse_quantity) -> Any:
@@ -29,13 +34,19 @@ def read_param(param: Param, text: str, read_quantity: Callable[[str], Quantity]
             raise ParameterValidationError(param.name, str(exc)) from exc
         if param.unit is not None and quantity.unit is not None and quantity.unit.lower() != param.unit.lower():
             raise ParameterValidationError(param.name, f"unit {quantity.unit!r} differs from the entry's {param.unit!r}")
+        if param.unit is None and quantity.unit is not None and len(re.findall(r"[A-Za-z]+", quantity.unit)) > _UNIT_WORDS:
+            # "four eggs which she then throws away" in a slot the template closes with "." says more than a number
+            raise ParameterValidationError(param.name, f"{span!r} holds words of its own beside its number")
         value = quantity.value
         if param.reading == "reciprocal":
             if value == 0:
                 raise ParameterValidationError(param.name, f"{span!r} is zero; the reasoning divides by its reciprocal")
             value = 1 / Fraction(value)
         if param.type is float:
-            value = float(value)
+            try:
+                value = float(value)
+            except OverflowError:
+                raise ParameterValidationError(param.name, f"{span[:40]!r}... is too large for a number") from None
     elif param.type is bool:
         low = span.lower()
         if low not in _YES | _NO:

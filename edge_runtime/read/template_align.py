@@ -12,6 +12,9 @@ match and stretches that differ. The path reads values only where that is unambi
   one exception: whole sentences inserted before the final question that name no operation ("also",
   "more", "times", "add" ...) and count nothing the template counts ("Each car rental is $500 per
   day.") are read past, and the guard (IS2) judges their numbers as it does any unexplained number;
+- a comparison the template does not write ("60 meters *less* each sprint"), a distributive word dropped with
+  nothing in its place ("each sprint" → "for all the sprints"), or a unit of time renamed where the question still
+  names the template's ("3 times a month ... run a week?") changes a quantity by words: the path declines;
 - two template words may not trade places: "10 dollar pencils ... 4 pens" for "10 dollar pens
   ... 4 pencils" swaps the roles of the values;
 - the final question (what the reasoning answers) may not put a word of the rest of the template
@@ -73,6 +76,8 @@ class AlignWords:
     quantity: frozenset[str] = frozenset()  # words that state a quantity ("three", "half", "dozen")
     adding: frozenset[str] = frozenset()  # words that add an operation without a number ("another")
     operation: frozenset[str] = frozenset()  # words by which an inserted sentence takes part in the reasoning
+    comparison: frozenset[str] = frozenset()  # words that change the quantity beside them ("more", "less", "times")
+    distributive: frozenset[str] = frozenset()  # words that give a quantity per one of something ("each", "per")
     time_units: frozenset[str] = frozenset()  # units of time, which may be stated with an article alone
     common: frozenset[str] = frozenset()  # words too common to mark a swap of roles when they move
     percent: frozenset[str] = frozenset({"%"})  # spellings of percent, compared as one
@@ -240,6 +245,9 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     pronoun_names: dict[str, set[str]] = {}  # a template pronoun -> the names the question puts in its place before
     target_start = fq.target_start(t_tokens)
     template_words = {w for w in t_norm if w.isalpha() and w not in vocab.common}
+    q_named = {vocab.norm(t) for t, _, _ in q_tokens}
+    changed_t: list[str] = []  # the words of every changed stretch, template's and question's: a comparison or an
+    changed_q: list[str] = []  # "each" may move to another stretch ("Bagels cost $2 each" → "Each bagel costs $2")
     # changed words of the final question (template, question), and whether the stretch lies in a condition before
     # the asking words ("If he ...,")
     in_target: list[tuple[list[str], list[str], bool]] = []
@@ -257,6 +265,10 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         q_words = [t for t, _, _ in q_tokens[j1:j2]]
         if any(vocab.is_quantity(w) for w in words):
             return None  # a constant of the reasoning sits in a changed stretch: it changed or moved
+        changed_t.extend(words)
+        changed_q.extend(q_words)
+        if _renames_a_period(words, q_words, q_named, vocab):
+            return None
         if not vocab.renames and [vocab.norm(w) for w in words] != [vocab.norm(w) for w in q_words if not vocab.is_quantity(w)]:
             return None  # a word changed, and the pack has no words to tell a rename from another quantity
         q_plain = [w for w in q_words if not vocab.is_quantity(w)]
@@ -339,9 +351,28 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
     if one_sided and not renames.same_ask([w for t, _, _ in one_sided for w in t], [w for _, q, _ in one_sided for w in q],
                                           pronoun_names, condition=all(c for _, _, c in one_sided)):
         return None
-    if set(values) != set(by_name):
+    if set(values) != set(by_name) or _changes_a_quantity_word(changed_t, changed_q, vocab):
         return None
     return {p.name: values[p.name] for p in params}
+
+
+def _changes_a_quantity_word(words: list[str], q_words: list[str], vocab: AlignWords) -> bool:
+    """The changed stretches together (template words, the question's) change a quantity by their words: a comparison
+    the template does not write ("60 meters *less* each sprint"), or a distributive word dropped with nothing in its
+    place ("60 meters each sprint" → "for all the sprints"; "a sprint" stands for "per sprint")."""
+    t, q = Counter(vocab.norm(w) for w in words), Counter(vocab.norm(w) for w in q_words if not vocab.is_quantity(w))
+    if any(w in vocab.comparison for w in q - t):  # "twice" read for a slot is its value, no comparison
+        return True
+    dropped = sum(n for w, n in t.items() if w in vocab.distributive)
+    return dropped > sum(n for w, n in q.items() if w in vocab.distributive or w in ("a", "an"))
+
+
+def _renames_a_period(words: list[str], q_words: list[str], q_named: set[str], vocab: AlignWords) -> bool:
+    """A changed stretch renames a unit of time while the question still names the template's ("3 times a *month*"
+    of a template that runs "3 times a week", whose final question asks "a week"): no rename throughout."""
+    t, q = {vocab.norm(w) for w in words}, {vocab.norm(w) for w in q_words}
+    renamed = {w for w in t if w in vocab.time_units} - q
+    return bool(renamed & q_named and {w for w in q if w in vocab.time_units} - t)
 
 
 def _aside(question: str, q_tokens: list[tuple[str, int, int]], j1: int, j2: int, t_words: set[str],

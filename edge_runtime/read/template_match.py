@@ -11,6 +11,9 @@ import string
 from functools import lru_cache
 
 _SPACE = re.compile(r"\s+")
+#: Punctuation that ends a clause inside a slot's text ("four. The sky was clear", "four, but none are counted"):
+#: a value is never written across it ("1,000" and "2.5" have no space after theirs).
+_CLAUSE_END = re.compile(r"[.,;:]\s|[?!]")
 
 
 @lru_cache(maxsize=1024)
@@ -46,4 +49,6 @@ def match_template(
     if found is None:
         return None
     slots = {name: value.strip() for name, value in found.groupdict().items()}
-    return slots if all(slots.values()) else None
+    if not all(slots.values()) or any(_CLAUSE_END.search(v) for v in slots.values()):
+        return None  # a slot stretched over a clause the question inserted: the aligned path judges it
+    return slots

@@ -188,10 +188,17 @@ def _lex(body: str, pos: int, text: str) -> list[tuple[str, object, int]]:
     return tokens
 
 
+#: Where one sentence ends and another starts ("four. None of them are counted").
+_SENTENCE_END = re.compile(r"[.;:]\s+[A-Z]|[?!]")
+
+
 def _unit(rest: str, text: str) -> str | None:
-    """The text after the number, refused when it hides another number or a range ("2 or 3", "5 and 7")."""
+    """The text after the number, refused when it hides another number or a range ("2 or 3", "5 and 7"), or runs
+    into another sentence ("four. None of them are counted": a span a template's slot stretched over)."""
     if not rest:
         return None
+    if _SENTENCE_END.search(rest):
+        raise ConversionError(f"{text!r} runs past its sentence (left over: {rest!r})")
     if _PERCENT.fullmatch(rest):
         return "%"
     words = set(re.findall(r"[a-z]+", rest.lower()))

@@ -10,6 +10,7 @@ import pytest
 from builder.eval.added_clause import half_of
 from builder.eval.reword_probe import (
     ATTACHED,
+    CENTS,
     FORM,
     KINDS,
     MERGED,
@@ -23,6 +24,7 @@ from builder.eval.reword_probe import (
     SPLIT,
     STATED,
     People,
+    amounts_in_cents,
     attach_elsewhere,
     generate,
     merge_sentences,
@@ -89,11 +91,23 @@ def test_every_probe_states_the_original_numbers_and_expects_the_original_answer
     original = next(p.query for p in probes if p.kind == ORIGINAL)
     assert original.startswith("Sophie is an avid gardener. She has 40 ledges with 2 plants each.")
     for probe in probes:
-        assert stated_numbers(probe.query) == stated_numbers(original), probe.kind
+        assert probe.kind == CENTS or stated_numbers(probe.query) == stated_numbers(original), probe.kind
         assert probe.answer == 79 and probe.half == half_of(99) and probe.gsm8k_row == 99
     assert len({p.query for p in probes}) == len(probes)  # no kind repeats another's text
     assert {p.kind for p in probes} <= set(KINDS)
     assert [p.query for p in probes_for(entry, 79, PEOPLE, "tune")] == [p.query for p in probes]  # deterministic
+
+
+def test_an_amount_under_a_dollar_is_written_in_cents_and_keeps_the_answer() -> None:
+    assert amounts_in_cents("Each cap is worth $0.25, each pin $.05 and each hat $2.50.") == (
+        "Each cap is worth 25 cents, each pin 5 cents and each hat $2.50.")
+    assert amounts_in_cents("It costs $2.50.") is None
+    entry = EntryPoint(id="gsm8k-0792", description="caps", root="answer",
+                       template="He finds {caps} caps a day and each is worth ${value}. How much money does he make?",
+                       params=(Param("caps", "caps", int, 6, minimum=0), Param("value", "value", float, 0.25, minimum=0)))
+    cents = [p for p in probes_for(entry, 1.5, PEOPLE, "tune") if p.kind == CENTS]
+    assert [(p.query, p.answer) for p in cents] == [("He finds 6 caps a day and each is worth 25 cents. How much money "
+                                                      "does he make?", 1.5)]
 
 
 def test_a_rewording_that_would_change_a_stated_number_is_dropped() -> None:

@@ -92,6 +92,11 @@ class ReadingPack(ABC):
     def scan(self, text: str) -> list[Mention]:
         """Every number ``text`` states that this pack reads, in order (what the guard accounts for)."""
 
+    def in_template_units(self, template: str, question: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Values the question states in another unit than the template writes their slot in, converted to the
+        template's (name -> value; none by default): the entry's reasoning computes in the template's units."""
+        return {}
+
     # ---- the guard -----------------------------------------------------------------------------
     @abstractmethod
     def make_guard(self, embedder: Any = None) -> Guard:

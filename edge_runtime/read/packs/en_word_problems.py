@@ -10,11 +10,12 @@ without a ``reading`` field is read exactly as before. Its settings are the guar
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
 from edge_runtime.entries.metadata import Param
-from edge_runtime.read import disclaimers, draft, guard, mentions, question_words, values
+from edge_runtime.read import disclaimers, draft, guard, measures, mentions, question_words, values
 from edge_runtime.read.english_words import CARDINALS, ONES, TENS, plural_stem
 from edge_runtime.read.packs.base import Guard, ReadingPack, Setting
 from edge_runtime.read.template_align import AlignWords
@@ -31,6 +32,9 @@ ALIGN_WORDS = AlignWords(
         "also", "additionally", "add", "adds", "added", "plus", "subtract", "subtracts", "minus", "multiply",
         "multiplies", "divide", "divides", "twist", "times", "twice", "double", "triple", "half", "more", "fewer",
         "less", "than"}),
+    comparison=frozenset("""more less fewer than times twice double triple half extra additional another again plus
+minus""".split()),
+    distributive=frozenset({"each", "every", "per"}),
     time_units=frozenset(values.TIME_UNITS),
     common=frozenset("""a an the of for to and or but in on at by with from into as is are was were be been has have had
 do does did it its he she his her him they them their we our you your i my me this that these those there each
@@ -88,6 +92,10 @@ class EnWordProblems(ReadingPack):
 
     def scan(self, text: str) -> list[mentions.Mention]:
         return mentions.scan(text)
+
+    def in_template_units(self, template: str, question: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        """An amount in cents for a slot the template writes in dollars ("30 cents" for "${price}"), in dollars."""
+        return dict(measures.in_currency(template, question, values, mentions.scan(question)))
 
     def make_guard(self, embedder: Any = None) -> Guard:
         return guard.ReasoningGuard(self.guard_config, embedder)

@@ -870,3 +870,50 @@ def test_is2_skips_the_guard_only_for_values_its_own_guard_passed():
     other = ReadStage({"rise": RISE}, Extractor(None, draft_check=DraftCheck(lambda *a: None)), guard, model_attempts=1)
     other._guard(RISE_QUESTION, reading, StageTimings())
     assert asked == [ServingPath.LM_DRAFT]
+
+
+# ---- (h) a value stated in another unit than its slot ------------------------------------------------------
+
+
+def _caps(value_type: type) -> EntryPoint:
+    return EntryPoint(
+        id="caps", description="bottle caps", root="caps",
+        template="He finds {caps} caps a day and each cap is worth ${value}. How much money does he make in a week?",
+        params=(Param("caps", "caps a day", int, 6, minimum=0),
+                Param("value", "dollars a cap", value_type, value_type(1), minimum=0)),
+    )
+
+
+def test_an_amount_in_cents_for_a_dollar_slot_is_read_in_dollars():
+    """The entry's reasoning counts dollars: "30 cents" is 0.3 of them on every path, and an entry that takes a whole
+    number of dollars cannot take it (a miss, never 30 dollars)."""
+    question = "He finds 6 caps a day and each cap is worth 30 cents. How much money does he make in a week?"
+    read = Extractor(None).extract(_caps(float), question)
+    assert read.values == {"caps": 6, "value": 0.3}
+    assert Extractor(None).extract(_caps(float), question.replace("30 cents", "$3")).values["value"] == 3.0
+    with pytest.raises(ExtractionError) as info:
+        Extractor(None).extract(_caps(int), question)
+    assert info.value.reason == "validation_failed" and "question's unit" in info.value.detail
+
+
+def test_a_slot_that_holds_a_clause_of_its_own_is_no_value():
+    """"with {n}." read from "with four eggs which she then throws away.": the template path matched, but the slot
+    says more than a number, and the template path has no guard to judge it."""
+    entry = EntryPoint(id="bake", description="eggs", root="r", template="She bakes with {n}. How many are left?",
+                       params=(Param("n", "eggs baked", int, 4, minimum=0),))
+    with pytest.raises(ExtractionError) as info:
+        Extractor(None).extract(entry, "She bakes with four eggs which she then throws away. How many are left?")
+    assert info.value.reason == "validation_failed" and "words of its own" in info.value.detail
+    assert Extractor(None).extract(entry, "She bakes with four eggs. How many are left?").values == {"n": 4}
+
+
+@pytest.mark.parametrize("amount", ["9" * 400 + " cents", "0.000000001 cents", "-30 cents", "30 cents and 30 cents"])
+@pytest.mark.parametrize("value_type", [float, int])
+def test_hostile_amounts_in_cents_give_a_value_or_a_clear_miss(amount, value_type):
+    question = f"He finds 6 caps a day and each cap is worth {amount}. How much money does he make in a week?"
+    try:
+        read = Extractor(None).extract(_caps(value_type), question)
+    except ExtractionError as exc:
+        assert exc.reason in ("validation_failed", "extraction_failed")
+    else:
+        assert read.values["caps"] == 6

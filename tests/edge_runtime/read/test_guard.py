@@ -747,7 +747,8 @@ DUCKS_STATED = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast eve
 def test_a_final_question_that_gains_an_asking_modifier_asks_for_something_else(asked, why, path):
     refusal = check(DUCKS, DUCKS_STATED + asked, DUCK_VALUES, path)
     assert refusal is not None and why in refusal
-    assert ReasoningGuard(GuardConfig(check_modifiers=False))(DUCKS, DUCKS_STATED + asked, DUCK_VALUES, "aligned") is None
+    config = GuardConfig(check_modifiers=False, check_statements=False)  # a comparison anywhere: inserted_statements
+    assert ReasoningGuard(config)(DUCKS, DUCKS_STATED + asked, DUCK_VALUES, "aligned") is None
 
 
 def test_a_final_question_posed_another_way_keeps_its_modifiers():
@@ -952,6 +953,7 @@ def test_on_the_aligned_path_only_a_subunit_is_another_unit():
                       params=(Param("caps", "caps", int, 10, minimum=0), Param("value", "value", float, 0.25, minimum=0)))
     cents = "He finds 6 caps a day and each cap is worth 30 cents. How much money does he make?"
     assert "counts cents" in check(caps, cents, {"caps": 6, "value": 30.0}, "aligned")
+    assert check(caps, cents, {"caps": 6, "value": 0.3}, "aligned") is None  # read in dollars (measures.in_currency)
     ride = EntryPoint(id="ride", description="ride", root="r",
                       template="Ann rides at {speed} miles an hour for {hours} hours. How far does she ride?",
                       params=(Param("speed", "speed", int, 10, minimum=0), Param("hours", "hours", int, 2, minimum=0)))

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
 from edge_runtime.read.measures import (
     asked_unit_change,
     counts_else,
+    in_currency,
     share_asked_as_count,
     unit_of,
     unit_refusal,
@@ -66,6 +69,42 @@ def test_unit_refusal_reads_currency_symbols_before_the_numbers():
         assert (refusal is not None) is refused, refusal
 
 
+CAPS = "Each cap is worth ${value}. He finds {caps} caps a day. How much money does he make in a {days} day month?"
+
+
+def test_an_amount_in_cents_reads_as_dollars_only_where_read_converted():
+    """The reading converts "30 cents" for "${value}" to 0.3, and the guard accepts the converted value only: 30 read
+    as written is still a hundred times the answer."""
+    from edge_runtime.read.mentions import scan
+
+    question = "Each cap is worth 30 cents. He finds 6 caps a day. How much money does he make in a 30 day month?"
+    mentions = scan(question)
+    assert mentions[0].values == (30.0, 0.3)
+    values = {"value": 30, "caps": 6, "days": 30}
+    assert in_currency(CAPS, question, values, mentions) == {"value": Fraction(3, 10)}  # "30 day" counts days
+    assert unit_refusal(CAPS, question, {"value": 0, "caps": 1}, mentions, values={"value": 0.3, "caps": 6}) is None
+    assert "counts cents" in unit_refusal(CAPS, question, {"value": 0, "caps": 1}, mentions, values={"value": 30, "caps": 6})
+
+
+@pytest.mark.parametrize("question", [
+    "Each cap is worth $30. He finds 30 cents a day. How much money does he make in a 7 day month?",  # which 30?
+    "Each cap is worth 30 dollars and 30 cents. He finds 6 caps a day. How much money does he make in a 7 day month?",
+    "Each cap is worth 30 euros. He finds 6 caps a day. How much money does he make in a 7 day month?",
+    "Each cap is worth 30. He finds 6 caps a day. How much money does he make in a 7 day month?",
+])
+def test_an_amount_is_not_converted_where_the_question_does_not_say_cents_alone(question):
+    from edge_runtime.read.mentions import scan
+
+    assert in_currency(CAPS, question, {"value": 30, "caps": 6, "days": 7}, scan(question)) == {}
+
+
+def test_cents_asked_of_an_entry_that_counts_dollars_is_never_a_rename():
+    """Named in the story too ("worth 30 cents ... how many cents"), the entry's answer would still be in dollars."""
+    question = "Each cap is worth 30 cents. He finds 6 caps a day. How many cents does he make in a 30 day month?"
+    assert asked_unit_change(CAPS, "How much money does he make in a", question,
+                             "How many cents does he make in a 30 day month?") == "cent"
+
+
 PLAYLIST = "Each song is {m} hours long and a playlist has {n} songs. If John has {k} playlists, how many hours will they last?"
 
 
@@ -113,3 +152,13 @@ def test_a_percent_asked_as_a_plain_number_is_another_quantity():
     assert share_asked_as_count("What % of the plants flower?", "How many of the plants flower?")
     assert not share_asked_as_count("What percent of the plants flower?", "What percentage of the plants flower?")
     assert not share_asked_as_count("How many plants flower?", "What number of the plants flower?")
+
+
+def test_the_currency_by_name_beside_a_period_the_template_asks_in():
+    """"How many dollars does he make in a week" asks what "How much money does he make in a week" does; cents do not."""
+    template = "John collects garbage {n} times a week and gets paid ${p} per collection. How much money does he make in a week?"
+    asks = "How much money does he make in a week?"
+    question = "John collects garbage 4 times a week and gets paid $2 per collection. How many dollars does he make in a week?"
+    assert asked_unit_change(template, asks, question, "How many dollars does he make in a week?") is None
+    cents = question.replace("How many dollars", "How many cents")
+    assert asked_unit_change(template, asks, cents, "How many cents does he make in a week?") == "cent"

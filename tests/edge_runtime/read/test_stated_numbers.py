@@ -42,3 +42,17 @@ def test_one_or_a_couple_of_the_things_the_question_counts_is_a_quantity(questio
     mentions = scan(question)
     index = next(i for i, m in enumerate(mentions) if m.text.lower() == weak)
     assert mentions[index].weak and counts_a_counted_thing(question, index, mentions) is counted
+
+
+@pytest.mark.parametrize(("text", "stated"), [
+    ("A hundred more eggs arrive.", [("A hundred", 100.0)]), ("a thousand and five eggs", [("a thousand and five", 1005.0)]),
+    ("one hundred eggs", [("one hundred", 100.0)]), ("hundreds of eggs", []), ("an hour later", []),
+])
+def test_a_scale_word_after_an_article_states_its_number(text, stated):
+    """"A hundred more eggs arrive" adds 100 eggs: the guard must see the number to refuse the added operation."""
+    assert [(m.text, m.values[0]) for m in scan(text)] == stated
+
+
+def test_an_amount_in_cents_also_reads_as_dollars():
+    assert scan("worth 30 cents")[0].values == (30.0, 0.3)
+    assert scan("worth $30")[0].values == (30.0,) and scan("30 percent")[0].values == (30.0, 0.3)

@@ -505,3 +505,23 @@ def test_a_unit_the_final_question_asks_in_is_not_renamed_alone():
     question = "Each song is 3 minutes long and a playlist has 20 songs. How many hours will 5 playlists last?"
     assert aligned_values(template, _params("m", "n", "k"), question) is None
     assert aligned_values(template, _params("m", "n", "k"), question.replace("hours", "minutes")) is not None
+
+
+def test_a_stretch_that_changes_a_quantity_by_its_words_declines():
+    """A comparison added beside a value, "each" dropped with nothing in its place, a unit of time renamed where the
+    question still names the template's: no rename of a name or an object, so the aligned path does not read them."""
+    template = ("James decides to run {n} sprints {k} times a week. He runs {m} meters each sprint. How many total "
+                "meters does he run a week?")
+    params = tuple(Param(name=n, description=n, type=int, original=o) for n, o in (("n", 3), ("k", 3), ("m", 60)))
+    same = "James decides to run 3 sprints 3 times a week. He runs 60 meters {} sprint. How many total meters does he run a week?"
+    assert aligned_values(template, params, same.format("per")) == {"n": "3", "k": "3", "m": "60"}
+    assert aligned_values(template, params, same.format("a")) is not None
+    for changed in (same.format("less each"), same.format("for all the").replace("sprint.", "sprints."),
+                    same.format("each").replace("times a week", "times a month")):
+        assert aligned_values(template, params, changed) is None, changed
+    renamed = same.format("each").replace("a week", "a month")
+    assert aligned_values(template, params, renamed) == {"n": "3", "k": "3", "m": "60"}  # renamed throughout
+    bagels = "A loaf costs ${a}. Bagels cost ${b} each. How much more do {c} loaves cost than {d} bagels?"
+    params = tuple(Param(name=n, description=n, type=int, original=1) for n in "abcd")
+    moved = "A loaf costs $4. Each bagel costs $1. How much more do 3 loaves cost than 6 bagels?"
+    assert aligned_values(bagels, params, moved) == {"a": "4", "b": "1", "c": "3", "d": "6"}  # "each" moved, kept

@@ -128,3 +128,13 @@ def test_choices_anchor_the_split_between_adjacent_slots():
     assert match_template(GAS, question.replace("cubic metres", "Cubic  METRES"), units)["volume_unit"] == "Cubic METRES"
     assert match_template(GAS, question.replace("cubic metres", "gallons"), units) is None
     assert match_template("{n} {unit}", "5 litres", units | {"unit": ("litres",)}) == {"n": "5", "unit": "litres"}
+
+
+def test_a_slot_never_stretches_over_a_clause_the_question_inserted():
+    """"with {n}. She sells": a question "with four. None of the eggs are counted. She sells" would put a whole
+    sentence in the slot, which the template path (no guard) must not serve; the aligned path judges it instead."""
+    template = "She bakes muffins with {n}. She sells the rest."
+    assert match_template(template, "She bakes muffins with four. She sells the rest.") == {"n": "four"}
+    assert match_template(template, "She bakes muffins with 1,000. She sells the rest.") == {"n": "1,000"}
+    for inserted in ("four. None of the eggs are counted", "four, but none are counted", "four; none count", "four?"):
+        assert match_template(template, f"She bakes muffins with {inserted}. She sells the rest.") is None, inserted

@@ -167,3 +167,9 @@ def test_a_share_of_a_number_is_one_number(text, value):
 def test_what_is_not_a_share_of_a_number_is_refused(text):
     with pytest.raises(ConversionError):
         parse_quantity(text)
+
+
+def test_a_span_that_runs_into_another_sentence_is_no_quantity():
+    with pytest.raises(ConversionError, match="runs past its sentence"):
+        parse_quantity("four. None of the eggs are counted")
+    assert parse_quantity("4 sq. ft.").unit == "sq. ft" and parse_quantity("3 p.m.").value == 3

@@ -1,0 +1,133 @@
+"""Operations a question adds without a number: a statement of its own about what the entry counts, a word.
+
+The guard accounts for every number a question states; a sentence without one passed that account. Most such
+sentences stand beside the reasoning ("The sky was clear."), but one that names a thing the reasoning counts
+changes it without a digit ("None of the eggs are counted.", "The rest of the rolls are sold.", "Both of her
+neighbours bring the same number of pads."), and so do a word that repeats or adds an operation ("Then the whole
+thing happens again.") and a span of time stated with an article ("She does the same every day for a week.").
+Our generated probes of these (builder/eval/number_free_probe.py) were served 33% (tune) and 28% (check) of the
+time before these checks. The things an entry counts are the naming words right after the numbers of its template
+and of the question (which may rename them). A number-free sentence of the template may be said again in other
+words ("Melanie sells vacuum cleaners door to door." for "Melanie is a door-to-door saleswoman.", a condition of
+the final question stated as a sentence), so a statement is refused only when it shares no word but the counted
+things with such a sentence ("None of the toothpicks are counted." is not "Her mom puts toothpicks in her
+sandwiches.").
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from edge_runtime.read.measures import unit_of
+from edge_runtime.read.mentions import Mention, scan
+from edge_runtime.read.question_words import STOP_WORDS, WORD, final_sentence, sentences, stem
+from edge_runtime.read.values import TIME_UNITS
+
+_SLOT = re.compile(r"\{[^{}]*\}")
+#: A span of time stated with an article ("after an hour", "for a week"): a quantity without a number.
+ARTICLE_TIME_SPAN = re.compile(rf"\b(?:after|in|for|within|over)\s+(?P<article>an?|one)\s+"
+                               rf"(?P<unit>{'|'.join((*TIME_UNITS, 'fortnight', 'decade', 'century'))})\b", re.IGNORECASE)
+#: Words that add an operation even without a number ("She bought *another* set", "it happens *again*").
+ADDING_WORDS = frozenset({"another", "again"})
+#: Words that compare a quantity with another ("60 meters *less*", "3 *fewer* than").
+COMPARING_WORDS = frozenset({"more", "less", "fewer", "than"})
+#: A period a rate is given per ("3 times *a week*", "*per* day", "*every* month").
+RATE_PERIOD = re.compile(rf"\b(?:per|a|an|each|every)\s+(?P<unit>{'|'.join(TIME_UNITS)})\b", re.IGNORECASE)
+_TOKEN = re.compile(r"\d+(?:st|nd|rd|th)\b|[a-z]+|\d+|[^\sa-z\d]")  # "19th" is an ordinal: it counts nothing
+_CLAUSE = re.compile(r"\s*[,;:]\s*|\s+(?=(?:and|but|so|then|while|yet)\b)", re.IGNORECASE)
+#: A counted thing is named within this many words after its number ("12 large brown eggs").
+_NAMING_WORDS = 3
+
+
+def counted_things(text: str) -> frozenset[str]:
+    """Stems of the naming words right after each slot and number of a text, past a unit of measure, up to a function
+    word or punctuation ("{n} eggs per day" gives eggs; "5 pounds of apples" apples; "${p} per fresh egg" none)."""
+    words = _TOKEN.findall(_SLOT.sub(" 0 ", text).lower().replace("’", "'"))
+    out: set[str] = set()
+    for k, word in enumerate(words):
+        if not word.isdigit():
+            continue
+        measured = False
+        for after in words[k + 1:k + 1 + _NAMING_WORDS]:
+            if unit_of(after) is not None or (measured and after == "of"):
+                measured = True  # "12 ounce can", "5 pounds of apples": the unit is no thing counted, what follows is
+                continue
+            if not after.isalpha() or after in STOP_WORDS:
+                break
+            out.add(stem(after))
+    return frozenset(out)
+
+
+def clauses(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """(start, end) of each clause of ``text[start:end]``: split at commas, semicolons and colons and before a joining
+    word ("and", "but", "so", "then", "while", "yet")."""
+    end = len(text) if end is None else end
+    spans, at = [], start
+    for match in _CLAUSE.finditer(text, start, end):
+        spans.append((at, match.start()))
+        at = match.end()
+    spans.append((at, end))
+    return [(a, b) for a, b in spans if text[a:b].strip()]
+
+
+def number_free_words(template: str) -> frozenset[str]:
+    """Stems of the content words of the template's clauses that state no number and hold no slot ("Melanie is a
+    door-to-door saleswoman.", "If both read each other's books, how many ...?"), names left out: what a question
+    may say again in its own words without a number ("Melanie sells vacuum cleaners door to door", a condition
+    stated as a sentence of its own)."""
+    text = _SLOT.sub("7", template)  # any digit: "{a}/{b}" must still read as a number
+    names = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+", text)}
+    out: set[str] = set()
+    for start, end in (c for s in sentences(text) for c in clauses(text, *s)):
+        if not any(not m.weak for m in scan(text[start:end])):  # a slot is a "7" here; "the 4th of July" states none
+            out.update(stem(w) for w in WORD.findall(text[start:end].lower()) if w not in STOP_WORDS and w not in names)
+    return frozenset(out)
+
+
+def statement_refusal(question: str, counted: frozenset[str], explained: frozenset[str],
+                      mentions: Sequence[Mention]) -> str | None:
+    """Why the question changes the reasoning without a number: its first clause before the final question that
+    states none (a weak "one" aside), names a thing the template or the question counts (``counted``: the template's
+    ``counted_things``) beside words of its own (names and capitalised words aside), none of which a number-free clause
+    of the template has (``explained``: ``number_free_words``); None when it has no such clause."""
+    counted = counted | counted_things(question)  # the question's own names for them ("175 oranges" for apples)
+    final = final_sentence(question)
+    for start, end in (c for s in sentences(question) if s[0] < final[0] for c in clauses(question, *s)):
+        if any(start <= m.start < end and not m.weak for m in mentions):
+            continue
+        words = {stem(w.lower()) for w in re.findall(r"\b[a-z]+", question[start:end]) if w not in STOP_WORDS}  # no names
+        if words & counted and (words - counted) and not (words - counted) & explained:
+            return f"the question says something of its own about what the entry counts ({question[start:end].strip()[:80]!r})"
+    return None
+
+
+def added_without_number(question: str, template: str, template_words: frozenset[str]) -> str | None:
+    """Why the question adds an operation in words alone, or None: a word that repeats or adds one ("another",
+    "again") that the template does not write (``template_words``: its words, lower-cased), or a span of time stated
+    with an article ("for a week") whose unit the template states no span of that way."""
+    extra = (set(WORD.findall(question.lower())) & ADDING_WORDS) - template_words
+    if extra:
+        return f"the question says {sorted(extra)[0]!r}, which adds to the entry's reasoning"
+
+    units = {m["unit"].lower() for m in ARTICLE_TIME_SPAN.finditer(template)}
+    for span in ARTICLE_TIME_SPAN.finditer(question):  # "in one week" states a number: the number rules judge it
+        if span["article"].lower() != "one" and span["unit"].lower() not in units:
+            return f"the question states {span.group(0)!r}, a span of time the entry's reasoning does not use"
+    return None
+
+
+def changed_in_words(question: str, template: str) -> str | None:
+    """Why the question changes a quantity by its words, or None: a comparing word more often than the template ("60
+    meters *less* each sprint"), or a rate per another period beside the template's ("3 times a *month*" where the
+    final question still asks "a week"; renamed throughout, the template's period would be gone)."""
+    compared = Counter(w for w in WORD.findall(question.lower()) if w in COMPARING_WORDS)
+    if more := sorted(compared - Counter(w for w in WORD.findall(template.lower()) if w in COMPARING_WORDS)):
+        return f"the question compares with {more[0]!r} where the entry's question does not"
+    q_periods = {m["unit"].lower() for m in RATE_PERIOD.finditer(question)}
+    t_periods = {m["unit"].lower() for m in RATE_PERIOD.finditer(template)}
+    if q_periods - t_periods and t_periods & q_periods:
+        return (f"the question gives a rate per {sorted(q_periods - t_periods)[0]!r} beside the entry's per "
+                f"{sorted(t_periods & q_periods)[0]!r}")
+    return None

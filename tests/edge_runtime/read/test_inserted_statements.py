@@ -1,0 +1,159 @@
+"""A sentence without a number that says something of what the entry counts, and operations added in words alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from edge_runtime.entries.metadata import EntryPoint, Param
+from edge_runtime.read.guard import GuardConfig, ReasoningGuard, check
+from edge_runtime.read.inserted_statements import (
+    added_without_number,
+    counted_things,
+    number_free_words,
+    statement_refusal,
+)
+from edge_runtime.read.mentions import scan
+from tests.edge_runtime.read.test_guard import DUCK_VALUES, DUCKS, VACUUMS
+
+BASE = ("Janet's ducks lay 20 eggs per day. She eats 2 for breakfast every morning and bakes muffins for her friends "
+        "every day with 5. {} She sells the remainder at the farmers' market daily for $3 per fresh duck egg. How much "
+        "in dollars does she make every day at the farmers' market?")
+
+
+def test_the_things_a_text_counts_follow_its_numbers():
+    assert counted_things(DUCKS.template) == {"egg"}
+    assert counted_things("Each {a} ounce can of tomatoes holds {b} tomatoes. She buys 5 pounds of apples.") == {
+        "tomatoe", "apple"}  # past the unit: what it measures
+    assert counted_things("She works {h} hours per day.") == frozenset()
+
+
+def test_the_words_of_number_free_sentences_leave_out_names_and_sentences_with_numbers():
+    words = number_free_words(VACUUMS.template)
+    assert {"door", "saleswoman"} <= words and "melanie" not in words
+    assert not words & {"vacuum", "cleaner", "house"}  # their sentences state numbers
+    assert "read" in number_free_words(  # a condition of the final question, said as a statement
+        "Dolly has {d} books. Pandora has {p}. If both read each other's books as well as their own, how many books "
+        "will they read?")
+    assert number_free_words("The employees went on a day trip. {b} buses were rented.") >= {"employee", "trip"}
+    assert "display" in number_free_words("The city has a display for the 4th of July. It sets off {n} rockets.")
+
+
+@pytest.mark.parametrize("statement", [
+    "None of the eggs are counted.", "The rest of the eggs are sold.", "Both of her neighbours bring the same number "
+    "of eggs.", "All but the first of the eggs are given away.",
+])
+def test_a_statement_of_its_own_about_what_the_entry_counts_is_refused(statement):
+    question = BASE.format(statement)
+    refusal = check(DUCKS, question, DUCK_VALUES)
+    assert refusal is not None and "what the entry counts" in refusal and "eggs" in refusal
+    assert check(DUCKS, question, DUCK_VALUES, "aligned") == refusal  # on the aligned path too
+    config = GuardConfig(check_statements=False)
+    assert ReasoningGuard(config)(DUCKS, question, DUCK_VALUES, "lm-draft") is None  # the switch
+
+
+@pytest.mark.parametrize("aside", ["The sky was clear.", "Everyone was in a good mood.", "One of her ducks is brown.",
+                                   "It was a busy week."])
+def test_a_sentence_beside_the_reasoning_still_passes(aside):
+    assert check(DUCKS, BASE.format(aside), DUCK_VALUES) is None
+
+
+def test_a_number_free_sentence_of_the_template_said_again_passes():
+    dolly = EntryPoint(id="dolly", description="books", root="r", template=(
+        "Dolly has {d} books. Pandora has {p}. If both Dolly and Pandora read each others' books as well as their own, "
+        "how many books will they collectively read by the end?"),
+        params=(Param("d", "Dolly's books", int, 2, minimum=0), Param("p", "Pandora's books", int, 1, minimum=0)))
+    stated = ("Dolly has 2 books. Pandora has 1. Both Dolly and Pandora read each others' books as well as their own. "
+              "How many books will they collectively read by the end?")
+    assert check(dolly, stated, {"d": 2, "p": 1}) is None
+    question = ("Melanie sells vacuum cleaners door to door. At the green house she sold one third of them, then 3 "
+                "more at the red house, and at the orange house half of the rest. If Melanie has 6 vacuum cleaners "
+                "left, how many did she start with?")
+    assert check(VACUUMS, question, {"red": 3, "left": 6}) is None
+    changed = question.replace("Melanie sells vacuum cleaners door to door.", "None of the vacuum cleaners are sold.")
+    assert check(VACUUMS, changed, {"red": 3, "left": 6}) is not None
+
+
+@pytest.mark.parametrize("clause", [", but none of the eggs are counted", ", and the rest of the eggs are sold",
+                                    "; all except the first of the eggs are given away"])
+def test_a_clause_of_its_own_joined_to_a_sentence_with_numbers_is_refused(clause):
+    question = BASE.format("").replace(" with 5.", f" with 5{clause}.")
+    assert "what the entry counts" in check(DUCKS, question, DUCK_VALUES, "aligned")
+
+
+def test_a_bare_list_of_things_is_no_clause_of_its_own():
+    """"5 apples and oranges": the fragment after "and" names a counted thing and nothing else."""
+    question = "Ann has 5 apples and oranges. She eats 2 apples. How many apples are left?"
+    assert statement_refusal(question, frozenset({"apple", "orange"}), frozenset(), scan(question)) is None
+
+
+def test_names_and_ordinals_are_no_words_of_a_clause_of_its_own():
+    """"Calvin is an adult" (for "He is an adult") says nothing new; "March 1st and April 19th" counts no "th"."""
+    calvin = ("Calvin has a pot with enough soup to fill 4 adult's bowls. Calvin is an adult and eats with his 2 "
+              "children. How many bowls are left?")
+    assert statement_refusal(calvin, frozenset({"adult", "bowl"}), frozenset({"adult"}), scan(calvin)) is None
+    days = "He helps 2 people per day between March 1st and April 19th off. How many people does he help?"
+    assert statement_refusal(days, frozenset({"people"}), frozenset(), scan(days)) is None
+    assert counted_things(days) == {"people"}
+
+
+def test_a_renamed_thing_is_counted_by_the_questions_own_numbers():
+    """The template counts apples; a question that counts oranges names them in its own statement."""
+    question = ("Mei bought 175 oranges from the store. None of the oranges are counted. She ate 2/5 of them. How "
+                "many oranges are left?")
+    refusal = statement_refusal(question, frozenset({"apple"}), frozenset(), scan(question))
+    assert refusal is not None and "None of the oranges" in refusal
+
+
+@pytest.mark.parametrize(("sentence", "refused"), [
+    ("Then the whole thing happens again.", "again"), ("She does the same every day for a week.", "for a week"),
+    ("This goes on for a fortnight.", "for a fortnight"), ("She buys another basket.", "another"),
+    ("It was a busy week.", None),
+])
+def test_an_operation_added_in_words_alone(sentence, refused):
+    question = BASE.format(sentence)
+    said = added_without_number(question, DUCKS.template, frozenset(DUCKS.template.lower().split()))
+    assert (said is None) if refused is None else (refused in said)
+    assert (check(DUCKS, question, DUCK_VALUES) is None) is (refused is None)
+
+
+def test_a_span_of_time_the_template_states_or_a_number_of_them_is_not_added():
+    template = "A man eats {man} tacos per day. How many tacos does he eat in a week?"
+    question = "A man eats 4 tacos per day. How many tacos does he eat in a week?"
+    assert added_without_number(question, template, frozenset(template.lower().split())) is None
+    assert added_without_number(question.replace("in a week", "in one week"), "How many in {w} week?", frozenset()) is None
+
+
+@pytest.mark.parametrize("question", ["", "?", "....", "A" * 5000 + ".", "None of the {eggs} are counted. How many?",
+                                      "\x00 eggs. None of the eggs. ?"])
+def test_hostile_questions_are_judged_without_error(question):
+    statement_refusal(question, frozenset({"egg"}), frozenset(), scan(question))
+    added_without_number(question, DUCKS.template, frozenset())
+    assert isinstance(check(DUCKS, question, DUCK_VALUES), (str, type(None)))
+
+
+SPRINTS = EntryPoint(id="sprints", description="sprints", root="r", template=(
+    "James decides to run {n} sprints {k} times a week. He runs {m} meters each sprint. How many total meters does he "
+    "run a week?"), params=(Param("n", "sprints", int, 3, minimum=0), Param("k", "times a week", int, 3, minimum=0),
+                            Param("m", "meters", int, 60, minimum=0)))
+SPRINT_VALUES = {"n": 3, "k": 3, "m": 60}
+
+
+@pytest.mark.parametrize(("question", "why"), [
+    ("James decides to run 3 sprints 3 times a week. He runs 60 meters less each sprint. How many total meters does "
+     "he run a week?", "compares with 'less'"),
+    ("James decides to run 3 sprints 3 times a month. He runs 60 meters each sprint. How many total meters does he "
+     "run a week?", "rate per 'month'"),
+])
+@pytest.mark.parametrize("path", ["aligned", "lm-draft"])
+def test_a_quantity_changed_by_its_words_is_refused(question, why, path):
+    assert why in check(SPRINTS, question, SPRINT_VALUES, path)
+
+
+@pytest.mark.parametrize("question", [
+    "James decides to run 3 sprints 3 times a month. He runs 60 meters each sprint. How many total meters does he "
+    "run a month?",  # the period renamed throughout: the same reasoning
+    "James decides to run 3 sprints 3 times a week. He runs 60 meters per sprint. How many total meters does he run "
+    "a week?",
+])
+def test_a_period_renamed_throughout_or_each_for_per_is_the_same_reasoning(question):
+    assert check(SPRINTS, question, SPRINT_VALUES, "aligned") is None
