@@ -120,3 +120,20 @@ def word_stem(word: str) -> str:
     if len(w) > 2 and w.endswith("e"):
         w = w[:-1]
     return w[:-1] + "i" if len(w) > 2 and w.endswith("y") else w
+
+
+#: Words whose swap reverses a relation or an operation of a word problem ("sold" for "bought", "younger" for
+#: "older", "spends" for "earns"): one put in the other's place is never a rename. Each pair once, in base forms.
+OPPOSITE_PAIRS: tuple[tuple[str, str], ...] = tuple(tuple(p.split("/")) for p in """buy/sell give/receive gain/lose
+win/lose add/remove increase/decrease more/fewer more/less older/younger faster/slower longer/shorter taller/shorter
+higher/lower heavier/lighter bigger/smaller larger/smaller earn/spend borrow/lend above/below before/after
+arrive/leave enter/exit deposit/withdraw profit/loss earlier/later ahead/behind cheaper/costlier""".split())
+
+
+def opposites() -> dict[str, frozenset[str]]:
+    """Each word stem of ``OPPOSITE_PAIRS`` -> the stems of its opposites."""
+    out: dict[str, set[str]] = {}
+    for a, b in OPPOSITE_PAIRS:
+        out.setdefault(word_stem(a), set()).add(word_stem(b))
+        out.setdefault(word_stem(b), set()).add(word_stem(a))
+    return {k: frozenset(v) for k, v in out.items()}

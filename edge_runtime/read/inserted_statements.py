@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from edge_runtime.read.english_words import opposites, word_stem
 from edge_runtime.read.measures import unit_of
 from edge_runtime.read.mentions import Mention, scan
 from edge_runtime.read.question_words import STOP_WORDS, WORD, final_sentence, sentences, stem
@@ -33,6 +34,7 @@ ARTICLE_TIME_SPAN = re.compile(rf"\b(?:after|in|for|within|over)\s+(?P<article>a
 ADDING_WORDS = frozenset({"another", "again"})
 #: Words that compare a quantity with another ("60 meters *less*", "3 *fewer* than").
 COMPARING_WORDS = frozenset({"more", "less", "fewer", "than"})
+_OPPOSITES = opposites()
 #: A period a rate is given per ("3 times *a week*", "*per* day", "*every* month").
 RATE_PERIOD = re.compile(rf"\b(?:per|a|an|each|every)\s+(?P<unit>{'|'.join(TIME_UNITS)})\b", re.IGNORECASE)
 _TOKEN = re.compile(r"\d+(?:st|nd|rd|th)\b|[a-z]+|\d+|[^\sa-z\d]")  # "19th" is an ordinal: it counts nothing
@@ -120,11 +122,17 @@ def added_without_number(question: str, template: str, template_words: frozenset
 
 def changed_in_words(question: str, template: str) -> str | None:
     """Why the question changes a quantity by its words, or None: a comparing word more often than the template ("60
-    meters *less* each sprint"), or a rate per another period beside the template's ("3 times a *month*" where the
+    meters *less* each sprint"), a word in place of its opposite ("sold" for "bought", "younger" for "older":
+    english_words.OPPOSITE_PAIRS), or a rate per another period beside the template's ("3 times a *month*" where the
     final question still asks "a week"; renamed throughout, the template's period would be gone)."""
     compared = Counter(w for w in WORD.findall(question.lower()) if w in COMPARING_WORDS)
     if more := sorted(compared - Counter(w for w in WORD.findall(template.lower()) if w in COMPARING_WORDS)):
         return f"the question compares with {more[0]!r} where the entry's question does not"
+    q_stems = Counter(word_stem(w) for w in WORD.findall(question.lower()))
+    t_stems = Counter(word_stem(w) for w in WORD.findall(template.lower()))
+    for word in sorted(q_stems - t_stems):  # more often than in the template, its opposite less often
+        if swapped := sorted(o for o in _OPPOSITES.get(word, ()) if q_stems[o] < t_stems[o]):
+            return f"the question says {word!r} where the entry's question says {swapped[0]!r}"
     q_periods = {m["unit"].lower() for m in RATE_PERIOD.finditer(question)}
     t_periods = {m["unit"].lower() for m in RATE_PERIOD.finditer(template)}
     if q_periods - t_periods and t_periods & q_periods:

@@ -8,6 +8,7 @@ from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.read.guard import GuardConfig, ReasoningGuard, check
 from edge_runtime.read.inserted_statements import (
     added_without_number,
+    changed_in_words,
     counted_things,
     number_free_words,
     statement_refusal,
@@ -157,3 +158,19 @@ def test_a_quantity_changed_by_its_words_is_refused(question, why, path):
 ])
 def test_a_period_renamed_throughout_or_each_for_per_is_the_same_reasoning(question):
     assert check(SPRINTS, question, SPRINT_VALUES, "aligned") is None
+
+
+@pytest.mark.parametrize(("story", "swapped"), [
+    ("Tom is 10 years older than Ann, and Ann is 14 years older than Bo.", "younger"),
+    ("Tom bought 5 apples and sold 2.", "sold"),
+])
+def test_a_word_in_place_of_its_opposite_is_refused(story, swapped):
+    template = "Tom is {a} years younger than Ann, and Ann is {b} years older than Bo. If Bo is {c}, how old is Tom?"
+    if "apples" in story:
+        template = "Tom bought {a} apples and bought {b} more. If he ate {c}, how many are left?"
+        question = "Tom bought 5 apples and sold 2 more. If he ate 3, how many are left?"
+    else:
+        question = story + " If Bo is 34, how old is Tom?"
+    said = changed_in_words(question, template)
+    assert said is not None and "where the entry's question says" in said
+    assert changed_in_words(template.replace("{a}", "5").replace("{b}", "2").replace("{c}", "3"), template) is None
