@@ -136,7 +136,8 @@ class GuardConfig:
     #: On the model path (and with ``check_target``), refuse a final sentence that asks with other words than the
     #: template's where the story shows they were not renamed (asking_words: "need" for "need to buy").
     check_asking_words: bool = True
-    #: Refuse a sentence of the question's own without a number that names what the entry counts (inserted_statements).
+    #: Refuse a change made in words alone (inserted_statements): a clause of the question's own without a number
+    #: about what the entry counts, a comparison added, a word for its opposite, a rate per another period.
     check_statements: bool = True
 
 
@@ -472,8 +473,6 @@ class ReasoningGuard:
             return False
         vectors = self.embedder.embed([_remove_numbers(template_target.replace("#", " ")), _remove_numbers(asked)])
         return float(vectors[0] @ vectors[1]) >= threshold
-
-
 
 
 @dataclass
