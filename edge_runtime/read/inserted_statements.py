@@ -35,6 +35,8 @@ ADDING_WORDS = frozenset({"another", "again"})
 #: Words that compare a quantity with another ("60 meters *less*", "3 *fewer* than").
 COMPARING_WORDS = frozenset({"more", "less", "fewer", "than"})
 _OPPOSITES = opposites()
+#: Words that point at a quantity of the story rather than say what happens to it ("the *rest* of the plants").
+_REFERRING = frozenset({"rest", "remaining", "remainder", "others"})
 #: A period a rate is given per ("3 times *a week*", "*per* day", "*every* month").
 RATE_PERIOD = re.compile(rf"\b(?:per|a|an|each|every)\s+(?P<unit>{'|'.join(TIME_UNITS)})\b", re.IGNORECASE)
 _TOKEN = re.compile(r"\d+(?:st|nd|rd|th)\b|[a-z]+|\d+|[^\sa-z\d]")  # "19th" is an ordinal: it counts nothing
@@ -100,7 +102,8 @@ def statement_refusal(question: str, counted: frozenset[str], explained: frozens
         if any(start <= m.start < end and not m.weak for m in mentions):
             continue
         words = {stem(w.lower()) for w in re.findall(r"\b[a-z]+", question[start:end]) if w not in STOP_WORDS}  # no names
-        if words & counted and (words - counted) and not (words - counted) & explained:
+        own = words - counted - _REFERRING  # "the rest" points at a quantity wherever it is said: it explains nothing
+        if words & counted and own and not own & explained:
             return f"the question says something of its own about what the entry counts ({question[start:end].strip()[:80]!r})"
     return None
 

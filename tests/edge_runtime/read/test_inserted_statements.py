@@ -174,3 +174,15 @@ def test_a_word_in_place_of_its_opposite_is_refused(story, swapped):
     said = changed_in_words(question, template)
     assert said is not None and "where the entry's question says" in said
     assert changed_in_words(template.replace("{a}", "5").replace("{b}", "2").replace("{c}", "3"), template) is None
+
+
+def test_the_rest_explains_nothing_but_may_be_said_again():
+    """"The rest of the plants are sold." adds a sale though the template says "the rest are flowering plants"."""
+    template = ("There are {n} plants in her garden. {a} of her plants are indoor plants. {b} of the remaining are outdoor "
+                "plants while the rest are flowering plants. What percent of the plants are flowering plants?")
+    sold = ("There are 360 plants in her garden. 1/2 of her plants are indoor plants. 3/5 of the remaining are outdoor "
+            "plants while the rest are flowering plants. The rest of the plants are sold. What percent of the plants "
+            "are flowering plants?")
+    assert statement_refusal(sold, counted_things(template), number_free_words(template), scan(sold)) is not None
+    again = sold.replace("The rest of the plants are sold.", "The rest are flowering plants.")
+    assert statement_refusal(again, counted_things(template), number_free_words(template), scan(again)) is None
