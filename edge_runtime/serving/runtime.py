@@ -357,12 +357,19 @@ class EdgeRuntime:
 
             return run_in_pool
         loaded: dict[tuple[str, str], LoadedCompiledEntry] = {}
+        loading = threading.Lock()
 
         def run_here(digest: str, entry_id: str, source: str, values: dict, timeout: float | None) -> Execution:
             key = (digest, entry_id)
-            if key not in loaded:
-                loaded[key] = LoadedCompiledEntry(source, entry_id)
-            return loaded[key].run(values, target_lm=target_lm)
+            entry = loaded.get(key)
+            if entry is None:
+                # one compile per entry, one at a time: concurrent first calls compiled it in several threads at once,
+                # which CPython 3.11's ast module can fail ("AST constructor recursion depth mismatch")
+                with loading:
+                    entry = loaded.get(key)
+                    if entry is None:
+                        entry = loaded[key] = LoadedCompiledEntry(source, entry_id)
+            return entry.run(values, target_lm=target_lm)
 
         return run_here
 
