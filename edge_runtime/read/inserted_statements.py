@@ -4,9 +4,11 @@ The guard accounts for every number a question states; a sentence without one pa
 sentences stand beside the reasoning ("The sky was clear."), but one that names a thing the reasoning counts
 changes it without a digit ("None of the eggs are counted.", "The rest of the rolls are sold.", "Both of her
 neighbours bring the same number of pads."), and so do a word that repeats or adds an operation ("Then the whole
-thing happens again.") and a span of time stated with an article ("She does the same every day for a week.").
-Our generated probes of these (builder/eval/number_free_probe.py) were served 33% (tune) and 28% (check) of the
-time before these checks. The things an entry counts are the naming words right after the numbers of its template
+thing happens again."), a span of time stated with an article ("She does the same every day for a week."), a
+comparison added ("60 meters *less* each sprint"), a word for its opposite ("sold" for "bought") and a rate per
+another period ("3 times a *month*" where the final question asks "a week"). Our generated probes of these
+(builder/eval/number_free_probe.py) were served 41% (tune) and 37% (check) of the time before these checks, about
+1% after. The things an entry counts are the naming words right after the numbers of its template
 and of the question (which may rename them). A number-free sentence of the template may be said again in other
 words ("Melanie sells vacuum cleaners door to door." for "Melanie is a door-to-door saleswoman.", a condition of
 the final question stated as a sentence), so a statement is refused only when it shares no word but the counted
