@@ -26,7 +26,9 @@ transformation per probe, so each miss names the wording that caused it:
 Every transformation keeps every number the question states, written as it was (checked: a rewording that
 changes the multiset of stated numbers is dropped), so the expected answer is the entry's answer to its
 original question: the GSM8K reference, which the importer accepted the entry's program for. The kind
-``original`` is the question unchanged (the control: what the device reads without any rewording).
+``original`` is the question unchanged (the control: what the device reads without any rewording); the kind
+``amount in cents`` is the one exception to the numbers kept: each amount under a dollar written in cents ("$0.25"
+as "25 cents"), the same amount, which the device must read in the template's dollars.
 Entries are those no dev set references (``dev_ids`` of build/base/split.json); rows carry ``half`` (tune /
 check by GSM8K row, :func:`builder.eval.added_clause.half_of`): fixes are designed on tune only.
 
