@@ -208,8 +208,8 @@ class ReasoningGuard:
         # changes the reasoning in words alone (inserted_statements: a clause of its own, a comparison, a rate)
         refusal = self._target_refusal(read, checks, model_path=model_path)
         if refusal is None and self.config.check_statements:
-            refusal = (statement_refusal(question, facts.counted, facts.number_free, mentions)
-                       or changed_in_words(question, facts.literal))
+            refusal = (statement_refusal(question, facts.wording.counted, facts.wording.number_free, mentions)
+                       or changed_in_words(question, facts.wording))
         return Verdict(refusal, checks)
 
     def _bind(self, entry: EntryPoint, read: _Read, values: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
@@ -372,7 +372,7 @@ class ReasoningGuard:
                 read.restating.append(span)
         checks["unexplained"] = added
         if cfg.check_added:
-            if self.phrase_rules and (said := added_without_number(question, facts.literal, facts.plain_words)):
+            if self.phrase_rules and (said := added_without_number(question, facts.wording, facts.plain_words)):
                 return said  # "She bought another set of pots", "again", "for a week": an operation with no number
             for item in added:
                 if item["restates"] is None:

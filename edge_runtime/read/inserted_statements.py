@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from edge_runtime.read.english_words import opposites, word_stem
 from edge_runtime.read.measures import unit_of
@@ -110,36 +111,55 @@ def statement_refusal(question: str, counted: frozenset[str], explained: frozens
     return None
 
 
-def added_without_number(question: str, template: str, template_words: frozenset[str]) -> str | None:
+@dataclass(frozen=True)
+class TemplateWording:
+    """The template's side of these checks, read once per entry: the guard keeps it with its template facts, so a
+    question pays only for its own words."""
+
+    counted: frozenset[str]  # counted_things
+    number_free: frozenset[str]  # number_free_words
+    stems: Counter[str]  # every word, as english_words.word_stem, counted
+    comparing: Counter[str]  # its comparing words, counted
+    rate_periods: frozenset[str]  # the periods it gives a rate per ("a week")
+    span_units: frozenset[str]  # the units of time it states a span of with an article ("for a week")
+
+    @classmethod
+    def of(cls, template: str) -> TemplateWording:
+        literal = _SLOT.sub(" ", template)
+        words = WORD.findall(literal.lower())
+        return cls(counted_things(template), number_free_words(template), Counter(word_stem(w) for w in words),
+                   Counter(w for w in words if w in COMPARING_WORDS),
+                   frozenset(m["unit"].lower() for m in RATE_PERIOD.finditer(literal)),
+                   frozenset(m["unit"].lower() for m in ARTICLE_TIME_SPAN.finditer(literal)))
+
+
+def added_without_number(question: str, template: TemplateWording, template_words: frozenset[str]) -> str | None:
     """Why the question adds an operation in words alone, or None: a word that repeats or adds one ("another",
     "again") that the template does not write (``template_words``: its words, lower-cased), or a span of time stated
     with an article ("for a week") whose unit the template states no span of that way."""
     extra = (set(WORD.findall(question.lower())) & ADDING_WORDS) - template_words
     if extra:
         return f"the question says {sorted(extra)[0]!r}, which adds to the entry's reasoning"
-
-    units = {m["unit"].lower() for m in ARTICLE_TIME_SPAN.finditer(template)}
     for span in ARTICLE_TIME_SPAN.finditer(question):  # "in one week" states a number: the number rules judge it
-        if span["article"].lower() != "one" and span["unit"].lower() not in units:
+        if span["article"].lower() != "one" and span["unit"].lower() not in template.span_units:
             return f"the question states {span.group(0)!r}, a span of time the entry's reasoning does not use"
     return None
 
 
-def changed_in_words(question: str, template: str) -> str | None:
+def changed_in_words(question: str, template: TemplateWording) -> str | None:
     """Why the question changes a quantity by its words, or None: a comparing word more often than the template ("60
     meters *less* each sprint"), a word in place of its opposite ("sold" for "bought", "younger" for "older":
     english_words.OPPOSITE_PAIRS), or a rate per another period beside the template's ("3 times a *month*" where the
     final question still asks "a week"; renamed throughout, the template's period would be gone)."""
-    compared = Counter(w for w in WORD.findall(question.lower()) if w in COMPARING_WORDS)
-    if more := sorted(compared - Counter(w for w in WORD.findall(template.lower()) if w in COMPARING_WORDS)):
+    words = WORD.findall(question.lower())
+    if more := sorted(Counter(w for w in words if w in COMPARING_WORDS) - template.comparing):
         return f"the question compares with {more[0]!r} where the entry's question does not"
-    q_stems = Counter(word_stem(w) for w in WORD.findall(question.lower()))
-    t_stems = Counter(word_stem(w) for w in WORD.findall(template.lower()))
-    for word in sorted(q_stems - t_stems):  # more often than in the template, its opposite less often
-        if swapped := sorted(o for o in _OPPOSITES.get(word, ()) if q_stems[o] < t_stems[o]):
+    q_stems = Counter(word_stem(w) for w in words)
+    for word in sorted(q_stems - template.stems):  # more often than in the template, its opposite less often
+        if swapped := sorted(o for o in _OPPOSITES.get(word, ()) if q_stems[o] < template.stems[o]):
             return f"the question says {word!r} where the entry's question says {swapped[0]!r}"
     q_periods = {m["unit"].lower() for m in RATE_PERIOD.finditer(question)}
-    t_periods = {m["unit"].lower() for m in RATE_PERIOD.finditer(template)}
+    t_periods = template.rate_periods
     if q_periods - t_periods and t_periods & q_periods:
         return (f"the question gives a rate per {sorted(q_periods - t_periods)[0]!r} beside the entry's per "
                 f"{sorted(t_periods & q_periods)[0]!r}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from edge_runtime.entries.metadata import EntryPoint
 from edge_runtime.read.asking_words import AskedWords
-from edge_runtime.read.inserted_statements import counted_things, number_free_words
+from edge_runtime.read.inserted_statements import TemplateWording
 from edge_runtime.read.measures import currency_before
 from edge_runtime.read.mentions import PERCENT_AFTER, Mention
 from edge_runtime.read.question_words import STOP_WORDS, WORD, asks_with_pronoun, content_words, stem, target_clause
@@ -46,9 +46,8 @@ class TemplateFacts:
     #: the words right before and after a slot -> the slot: ("combines", "ml") -> "first" of "combines {first} mL"
     after_slot: dict[tuple[str, str], str] = field(default_factory=dict)
     asks_with_pronoun: bool = False  # its final question asks about someone by a pronoun ("how many does she have")
-    #: the things it counts, and the words of its sentences that state no number (inserted_statements)
-    counted: frozenset[str] = frozenset()
-    number_free: frozenset[str] = frozenset()
+    #: what it says in words alone: the things it counts, its number-free clauses, comparisons, periods (inserted_statements)
+    wording: TemplateWording = TemplateWording.of("")
 
 
 def template_facts(entry: EntryPoint, scan: Callable[[str], Sequence[Mention]], *, phrase_rules: bool = True) -> TemplateFacts:
@@ -89,8 +88,7 @@ def template_facts(entry: EntryPoint, scan: Callable[[str], Sequence[Mention]], 
         after_slot=after_slot,
         asks_with_pronoun=asks_with_pronoun(literal),
         asked_words=AskedWords.of(literal),
-        counted=counted_things(template),
-        number_free=number_free_words(template),
+        wording=TemplateWording.of(template),
     )
 
 

@@ -7,6 +7,7 @@ import pytest
 from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.read.guard import GuardConfig, ReasoningGuard, check
 from edge_runtime.read.inserted_statements import (
+    TemplateWording,
     added_without_number,
     changed_in_words,
     counted_things,
@@ -112,7 +113,7 @@ def test_a_renamed_thing_is_counted_by_the_questions_own_numbers():
 ])
 def test_an_operation_added_in_words_alone(sentence, refused):
     question = BASE.format(sentence)
-    said = added_without_number(question, DUCKS.template, frozenset(DUCKS.template.lower().split()))
+    said = added_without_number(question, TemplateWording.of(DUCKS.template), frozenset(DUCKS.template.lower().split()))
     assert (said is None) if refused is None else (refused in said)
     assert (check(DUCKS, question, DUCK_VALUES) is None) is (refused is None)
 
@@ -120,15 +121,16 @@ def test_an_operation_added_in_words_alone(sentence, refused):
 def test_a_span_of_time_the_template_states_or_a_number_of_them_is_not_added():
     template = "A man eats {man} tacos per day. How many tacos does he eat in a week?"
     question = "A man eats 4 tacos per day. How many tacos does he eat in a week?"
-    assert added_without_number(question, template, frozenset(template.lower().split())) is None
-    assert added_without_number(question.replace("in a week", "in one week"), "How many in {w} week?", frozenset()) is None
+    assert added_without_number(question, TemplateWording.of(template), frozenset(template.lower().split())) is None
+    weeks = TemplateWording.of("How many in {w} week?")
+    assert added_without_number(question.replace("in a week", "in one week"), weeks, frozenset()) is None
 
 
 @pytest.mark.parametrize("question", ["", "?", "....", "A" * 5000 + ".", "None of the {eggs} are counted. How many?",
                                       "\x00 eggs. None of the eggs. ?"])
 def test_hostile_questions_are_judged_without_error(question):
     statement_refusal(question, frozenset({"egg"}), frozenset(), scan(question))
-    added_without_number(question, DUCKS.template, frozenset())
+    added_without_number(question, TemplateWording.of(DUCKS.template), frozenset())
     assert isinstance(check(DUCKS, question, DUCK_VALUES), (str, type(None)))
 
 
@@ -171,9 +173,10 @@ def test_a_word_in_place_of_its_opposite_is_refused(story, swapped):
         question = "Tom bought 5 apples and sold 2 more. If he ate 3, how many are left?"
     else:
         question = story + " If Bo is 34, how old is Tom?"
-    said = changed_in_words(question, template)
+    said = changed_in_words(question, TemplateWording.of(template))
     assert said is not None and "where the entry's question says" in said
-    assert changed_in_words(template.replace("{a}", "5").replace("{b}", "2").replace("{c}", "3"), template) is None
+    stated = template.replace("{a}", "5").replace("{b}", "2").replace("{c}", "3")
+    assert changed_in_words(stated, TemplateWording.of(template)) is None
 
 
 def test_the_rest_explains_nothing_but_may_be_said_again():
