@@ -4,12 +4,15 @@ A GSM8K answer writes each step with a calculator annotation (``16-3-4=<<16-3-4=
 chain of assignments, the steps are a program written by a person who reached the gold answer, so it
 checks an entry as :mod:`builder.independent`'s model-written programs do. What a number of a step
 *is* has to be decided: a given of the question (a literal the importer binds to the question's
-mention), or an earlier step's result (a name). A number that could be several of these makes the
-solution unusable: a wrong guess could agree with an entry that made the same mistake. Choosing by the
-words of the step's line was measured and dropped (2026-12-06): on the GSM8K import it verified 24 more
-entries but vetoed 7 right ones that Codex programs verify ("150 + 100" read the question's 100 stickers
-for the 100 a step had just computed), and a reading wrong in that way is the very coincidence an entry
-that is right only on its original numbers makes.
+mention), or an earlier step's result (a name). Two earlier results of one value are told apart by the
+order a person writes in (:class:`_Chain`); a result and a given of one value only by the units of measure
+the step's prose writes, and otherwise the solution is unused: a wrong guess could agree with an entry that
+made the same mistake. Choosing by any word of the step's line was measured and dropped (2026-12-06): on the
+GSM8K import it verified 24 more entries but vetoed 7 right ones that Codex programs verify ("150 + 100" read
+the question's 100 stickers for the 100 a step had just computed), and a reading wrong in that way is the
+very coincidence an entry that is right only on its original numbers makes. Any noun in place of a unit
+was dropped too (2026-12-07): it unchained 16 solutions that were read right ("20 paired socks" after "= 20
+socks", "30 bugs" after "= 30 millipedes").
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 from builder.gsm8k import ReferenceIndex, is_close, read_jsonl, scan_numbers
 from builder.independent import IndependentProgram
+from edge_runtime.read.measures import unit_of
 
 #: The source name of a reference's own worked solution.
 WORKED_SOLUTION = "reference_worked_solution"
@@ -37,6 +41,9 @@ class _Step:
     name: str
     expr: ast.expr
     result: float
+    unit: str | None = None  # the unit of measure written after its result ("= <<0.5*14=7>>7 hours": hour)
+    #: the units written after the numbers of the arithmetic it writes ("2 hours * 7 days =": 2 -> hour, 7 -> day)
+    units: tuple[tuple[float, str], ...] = ()
 
 
 def worked_solution_program(answer: str, gold: Any, question: str = "") -> str | None:
@@ -44,11 +51,11 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
 
     Each calculator annotation, and each calculation the prose writes without one (:func:`_line_steps`),
     becomes one assignment; a number that equals an earlier step's result is read from that step (the chain
-    of the solution), every other number stays a literal that the importer binds to the question's mentions.
-    A number that could be the result of two earlier steps that compute different things, or an earlier
-    result and a value the question states, makes the solution unusable, and so does a step that divides an
-    earlier result by itself (:func:`_cancels`). The program returns the last step whose result is the gold
-    answer, with only the steps it reads (:func:`_needed`)."""
+    of the solution, :class:`_Chain` says which step), every other number stays a literal that the importer
+    binds to the question's mentions. A number that could be an earlier result or a value the question states,
+    with no unit to tell them apart, makes the solution unusable, and so does a step that divides an earlier
+    result by itself (:func:`_cancels`). The program returns the last step whose result is the gold answer,
+    with only the steps it reads (:func:`_needed`)."""
     if gold is None:
         return None
     mentions = scan_numbers(question) if question else []
@@ -64,11 +71,13 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
     if not finals or isinstance(steps[finals[-1]].expr, ast.Constant):
         return None  # no step reaches the gold, or the last writes it bare ("m=<<8=8>>8"): it reads nothing
     body: list[ast.stmt] = []
+    read: set[str] = set()  # the steps an earlier step reads
     for i, step in enumerate(steps[: finals[-1] + 1]):
         try:
-            value = _Chain(steps[:i], mentions).visit(step.expr)
+            value = _Chain(steps[:i], mentions, step, read, question).visit(step.expr)
         except _Ambiguous:
             return None
+        read |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
         if _cancels(value):
             return None
         body.append(ast.Assign(targets=[ast.Name(id=step.name, ctx=ast.Store())], value=value))
@@ -91,7 +100,7 @@ def _line_steps(line: str, first: int) -> list[_Step]:
     ``=``). An annotation that writes its result bare (``because 3 + 2 = <<5=5>>5``) takes the prose's."""
     annotations = list(_ANNOTATION.finditer(line))
     masked = _ANNOTATION.sub(lambda m: " " * len(m.group()), line)
-    found: list[tuple[int, ast.expr, float]] = []
+    found: list[tuple[int, ast.expr, float, int]] = []  # where, arithmetic, result, where its result ends
     for match in annotations:
         tree = ast.parse(match.group(1).replace("^", "**").strip(), mode="eval")
         result = float(match.group(2).replace(",", "").strip())
@@ -100,16 +109,33 @@ def _line_steps(line: str, first: int) -> list[_Step]:
         expr = tree.body
         if isinstance(expr, ast.Constant):
             expr = _written_before(masked[:match.start()], result) or expr
-        found.append((match.start(), expr, result))
+        found.append((match.start(), expr, result, match.end()))
     for match in _WRITTEN_RESULT.finditer(masked):
         if any(a.start() < match.end(1) and match.start() < a.end() for a in annotations):
             continue  # "16-3-4=<<16-3-4=9>>9": the annotation is the step
         result = float(match.group(1).replace(",", ""))
         expr = _written_before(masked[:match.start() + 1], result)
         if expr is not None:
-            found.append((match.start(), expr, result))
+            found.append((match.start(), expr, result, match.end()))
     found.sort(key=lambda f: f[0])
-    return [_Step(_step_name(line[:at], first + i), expr, result) for i, (at, expr, result) in enumerate(found)]
+    return [_Step(_step_name(line[:at], first + i), expr, result, _unit_after(masked, end),
+                  _units_written(_CLAUSE.split(masked[:at])[-1]))
+            for i, (at, expr, result, end) in enumerate(found)]
+
+
+_NUMBER_THEN_WORD = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?|\.\d+)\s*([A-Za-z]+)")
+
+
+def _unit_after(text: str, at: int) -> str | None:
+    """The unit of measure written right after the number that ends at ``at`` ("= <<0.5*14=7>>7 hours": hour)."""
+    found = re.match(r"\s*[$€£]?\s*-?[\d,]*\.?\d*\s*([A-Za-z]+)", text[at:])
+    return unit_of(found[1]) if found else None
+
+
+def _units_written(clause: str) -> tuple[tuple[float, str], ...]:
+    """Each number of a clause written with a unit of measure: "2 hours * 7 days" -> (2, hour), (7, day)."""
+    return tuple((float(m[1].replace(",", "")), unit) for m in _NUMBER_THEN_WORD.finditer(clause)
+                 if (unit := unit_of(m[2])) is not None)
 
 
 def _needed(body: list[ast.stmt], final: str) -> list[ast.stmt]:
@@ -126,10 +152,27 @@ def _needed(body: list[ast.stmt], final: str) -> list[ast.stmt]:
 
 
 class _Chain(ast.NodeTransformer):
-    """A step's numbers as the earlier results they repeat, or as givens."""
+    """A step's numbers as the earlier results they repeat, or as givens.
 
-    def __init__(self, earlier: Sequence[_Step], mentions: Sequence[Any]) -> None:
-        self.earlier, self.mentions = earlier, mentions
+    A number that two earlier steps both reached is one that no step has read yet, the latest of those: a worked
+    solution uses each result it computes, mostly right after computing it ("16 x 25/100 = 4 in jazz, so 16 - 4 =
+    12" after "20 x 20/100 = 4", which "20 - 4" read; "9 + 6" of the 9 litres of water the first step gave, not of
+    the 9 litres of drink the step before the 6 read). A step that writes such a number twice reads as many
+    distinct steps, and only in a plain sum or product ("80 + 80" of the chickens' legs and the cows'), where
+    their order does not matter. A number the step's prose writes in another unit of measure than the earlier
+    result ("2 hours * 7 days" after "= 7 hours") is not that result but a constant the question never states (the
+    days of a week); other words are no guide ("20 paired socks" after "= 20 socks"). A number that an earlier step
+    reached and the question also states is the one whose unit the step's prose writes after it, when that tells
+    them apart ("3 miles" after "= 3 hours", of a question that states 3 miles); otherwise the solution is unused:
+    which one a person meant is the coincidence an entry right only on its original numbers makes."""
+
+    def __init__(self, earlier: Sequence[_Step], mentions: Sequence[Any], step: _Step | None = None,
+                 read: set[str] | frozenset[str] = frozenset(), question: str = "") -> None:
+        self.earlier, self.mentions, self.read, self.question = earlier, mentions, read, question
+        expr = step.expr if step is not None else None
+        self.units = step.units if step is not None else ()
+        self.commutative = expr is not None and _one_operator(expr)
+        self.taken: set[str] = set()
 
     def visit_Constant(self, node: ast.Constant) -> ast.AST:
         if not isinstance(node.value, (int, float)) or isinstance(node.value, bool):
@@ -137,12 +180,43 @@ class _Chain(ast.NodeTransformer):
         results = [s for s in self.earlier if is_close(s.result, node.value, 1e-9)]
         if not results:
             return node
-        if len(results) > 1 or _stating(self.mentions, node.value):
-            raise _Ambiguous  # "6 + 6" after two steps that both gave 6: which is which
-        chosen = results[0]
+        chosen = self._pick(results)
+        if not self._is_result(chosen, node.value):
+            return node
         if isinstance(chosen.expr, ast.Constant):  # "<<1=1>>1" with no arithmetic written: it hides its inputs
             raise _Ambiguous
+        self.taken.add(chosen.name)
         return ast.copy_location(ast.Name(id=chosen.name, ctx=ast.Load()), node)
+
+    def _pick(self, results: Sequence[_Step]) -> _Step:
+        """Which of the earlier steps that reached a number this one is (the latest no step has read yet)."""
+        if len(results) == 1:
+            return results[0]  # "5 * 5" of the side a step gave: the same result, squared
+        left = [s for s in results if s.name not in self.taken]
+        if not left or (self.taken & {s.name for s in results} and not self.commutative):
+            raise _Ambiguous  # "6 - 6", or more sixes than steps that gave 6
+        unread = [s for s in left if s.name not in self.read]
+        return (unread or left)[-1]
+
+    def _is_result(self, chosen: _Step, value: float) -> bool:
+        """Whether a number is the earlier result it equals (False: a given or a constant), by the units written."""
+        written = {unit for number, unit in self.units if is_close(number, value, 1e-9)}
+        stating = _stating(self.mentions, value)
+        if not stating:  # "2 hours * 7 days" after a step gave 7 hours: the 7 is the days of a week
+            return not (chosen.unit and written and chosen.unit not in written)
+        # "3 * 3" where a step gave 3 hours and the question states 3 miles: only units can tell them apart
+        stated = {_unit_after(self.question, m.end) for m in stating} - {None}
+        if chosen.unit and chosen.unit in written and not stated & written:
+            return True  # "3 hours * $20" after "= 3 hours", of a question that states 3 miles
+        if stated & written and chosen.unit and chosen.unit not in written:
+            return False  # "3 miles / 2" after "= 3 hours"
+        raise _Ambiguous
+
+
+def _one_operator(expr: ast.expr) -> bool:
+    """A plain sum or a plain product: every operator of ``expr`` is ``+``, or every one is ``*``."""
+    ops = {type(n.op) for n in ast.walk(expr) if isinstance(n, ast.BinOp)}
+    return ops in ({ast.Add}, {ast.Mult}) and not any(isinstance(n, ast.UnaryOp) for n in ast.walk(expr))
 
 
 def _cancels(expr: ast.expr) -> bool:

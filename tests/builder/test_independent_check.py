@@ -284,14 +284,35 @@ def test_a_given_that_a_worked_solution_repeats_is_one_parameter() -> None:
     assert bound.program.run(twenty.literal_values(10)) == 10 + 30 + 40  # every step follows the new given
 
 
-def test_a_worked_solution_that_adds_two_equal_results_is_not_used() -> None:
-    """"6 + 6" after two steps that both gave 6 cannot be chained: a guess would read one step twice."""
+def test_a_worked_solution_that_adds_two_equal_results_reads_both_steps() -> None:
+    """"6 + 6" after two steps that both gave 6 reads each of them once (a sum, so their order does not matter);
+    "6 - 6" cannot say which is which and leaves the solution unused."""
+    from builder.pot_import.program import PalProgram
     from builder.worked_solution import worked_solution_program
 
     question = "A class has 30 students; 20% play football and 25% of the rest are in the band. How many leave early?"
-    answer = ("Football: 30*0.2=<<30*0.2=6>>6. Rest: 30-6=<<30-6=24>>24. Band: 24*0.25=<<24*0.25=6>>6.\n"
-              "Leaving: 6+6=<<6+6=12>>12\n#### 12")
-    assert worked_solution_program(answer, 12, question) is None
+    steps = "Football: 30*0.2=<<30*0.2=6>>6. Rest: 30-6=<<30-6=24>>24. Band: 24*0.25=<<24*0.25=6>>6.\n"
+    program = PalProgram(worked_solution_program(steps + "Leaving: 6+6=<<6+6=12>>12\n#### 12", 12, question))
+    forty = {lit.id: (40 if lit.value == 30 else lit.value) for lit in program.literals}
+    assert program.run() == 12 and program.run(forty) == 8 + 8  # both steps follow the class's size
+    assert worked_solution_program(steps + "Leaving: 6-6=<<6-6=0>>0\n#### 0", 0, question) is None
+
+
+def test_a_number_two_steps_reached_is_the_one_no_step_has_read() -> None:
+    """"9 + 6" after "15 x 3/5 = 9" (water) and "10 - 1 = 9" (drink, which "9 x 2/3 = 6" read): the water's 9, the
+    result nothing has used yet; the 9 right before "9 x 2/3" is the latest unread one, the drink's."""
+    from builder.pot_import.program import PalProgram
+    from builder.worked_solution import worked_solution_program
+
+    question = ("I have 10 liters of orange drink that are two-thirds water and 15 liters of pineapple drink that "
+                "is three-fifths water. I spill one liter of the orange drink. How much water is left?")
+    answer = ("There are 15 x 3/5 = <<15*3/5=9>>9 liters of water from the pineapple drink.\n"
+              "There were 10 - 1 = <<10-1=9>>9 liters of orange drink left.\n"
+              "Out of the 9 liters, 9 x 2/3 = <<9*2/3=6>>6 liters are water.\n"
+              "Thus there are 9 + 6 = <<9+6=15>>15 liters of water.\n#### 15")
+    program = PalProgram(worked_solution_program(answer, 15, question))
+    twelve = {lit.id: (12 if lit.value == 10 else lit.value) for lit in program.literals}
+    assert program.run() == 15 and program.run(twelve) == 9 + 11 * 2 / 3
 
 
 
@@ -408,3 +429,36 @@ def test_a_worked_solution_that_guesses_two_equal_numbers_crossed_does_not_veto(
     frozen = importer.import_one(with_independent(transcript(HOUSES, unnamed, 20), worked, NAMED))
     assert not frozen.accepted or not {"a", "c"} & set(frozen.info["params"]), frozen.info
 
+
+
+def test_a_number_written_in_another_unit_than_the_result_it_equals_is_a_constant() -> None:
+    """"2 hours * 7 days" after a step gave "7 hours": the 7 is the days of a week, a constant the question never
+    states; read as that step, the solution would double the first weeks' hours and veto a right entry."""
+    from builder.pot_import.program import PalProgram
+    from builder.worked_solution import worked_solution_program
+
+    question = ("Kris wants to play 30 hours. She plays half an hour every day for 2 weeks, then 2 hours every day "
+                "for a week. How many hours does she still need to play?")
+    answer = ("Two weeks is 2 weeks * 7 days = <<2*7=14>>14 days.\n"
+              "So she plays 0.5 hours * 14 days = <<0.5*14=7>>7 hours.\n"
+              "Then another 2 hours * 7 days = <<2*7=14>>14 hours.\n"
+              "She still needs 30 - 7 - 14 = <<30-7-14=9>>9 hours.\n#### 9")
+    program = PalProgram(worked_solution_program(answer, 9, question))
+    half = next(lit.id for lit in program.literals if lit.value == 0.5)
+    assert program.run() == 9 and program.run({half: 1.0}) == 30 - 14 - 14  # the second week's 14 stays 2 * 7
+
+
+def test_a_number_a_step_reached_and_the_question_states_is_told_apart_by_its_unit() -> None:
+    """"3 miles / 2" after a step gave "3 hours", of a question that states 3 miles: the given; "3 hours + 1.5
+    hours": the step. Without a unit to tell them apart the solution stays unused."""
+    from builder.pot_import.program import PalProgram
+    from builder.worked_solution import worked_solution_program
+
+    question = "Ann runs 12 miles at 4 miles an hour. Then she walks 3 miles at 2 miles an hour. How many hours in all?"
+    answer = ("Running takes 12 / 4 = <<12/4=3>>3 hours.\nWalking takes 3 miles / 2 = <<3/2=1.5>>1.5 hours.\n"
+              "In all 3 hours + 1.5 hours = <<3+1.5=4.5>>4.5 hours.\n#### 4.5")
+    program = PalProgram(worked_solution_program(answer, 4.5, question))
+    twelve, three = (next(lit.id for lit in program.literals if lit.value == v) for v in (12, 3))
+    assert program.run() == 4.5 and program.run({twelve: 16}) == 4 + 1.5 and program.run({three: 5}) == 3 + 2.5
+    bare = answer.replace("3 miles / 2", "3 / 2").replace("3 hours + 1.5 hours", "3 + 1.5")
+    assert worked_solution_program(bare, 4.5, question) is None
