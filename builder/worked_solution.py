@@ -74,7 +74,7 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
     read: set[str] = set()  # the steps an earlier step reads
     for i, step in enumerate(steps[: finals[-1] + 1]):
         try:
-            value = _Chain(steps[:i], mentions, step, read, question).visit(step.expr)
+            value = _Chain(steps[:i], step, read, question, mentions).visit(step.expr)
         except _Ambiguous:
             return None
         read |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
@@ -166,13 +166,14 @@ class _Chain(ast.NodeTransformer):
     them apart ("3 miles" after "= 3 hours", of a question that states 3 miles); otherwise the solution is unused:
     which one a person meant is the coincidence an entry right only on its original numbers makes."""
 
-    def __init__(self, earlier: Sequence[_Step], mentions: Sequence[Any], step: _Step | None = None,
-                 read: set[str] | frozenset[str] = frozenset(), question: str = "") -> None:
-        self.earlier, self.mentions, self.read, self.question = earlier, mentions, read, question
-        expr = step.expr if step is not None else None
-        self.units = step.units if step is not None else ()
-        self.commutative = expr is not None and _one_operator(expr)
-        self.taken: set[str] = set()
+    def __init__(self, earlier: Sequence[_Step], step: _Step, read: set[str], question: str,
+                 mentions: Sequence[Any]) -> None:
+        """``earlier``: the steps before ``step``; ``read``: the ones an earlier step reads; ``mentions``: the
+        question's numbers."""
+        self.earlier, self.read, self.question, self.mentions = earlier, read, question, mentions
+        self.units = step.units
+        self.commutative = _one_operator(step.expr)
+        self.taken: set[str] = set()  # the steps this one has read already
 
     def visit_Constant(self, node: ast.Constant) -> ast.AST:
         if not isinstance(node.value, (int, float)) or isinstance(node.value, bool):
