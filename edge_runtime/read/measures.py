@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from edge_runtime.read.mentions import Mention
+from edge_runtime.read.mentions import Mention, same_value
 from edge_runtime.read.question_words import STOP_WORDS
 
 #: Spellings of units of measure -> one name per unit (singular, plural, abbreviation, British spelling); no
@@ -158,7 +158,7 @@ def in_currency(template: str, question: str, values: Mapping[str, Any], mention
         except OverflowError:
             continue  # no mention holds it either (mentions.read_values)
         unit = unit_of(slot_unit(template, name) or "")
-        same = [m for m in mentions if m.values and abs(m.values[0] - amount) <= 1e-9 * max(1.0, abs(amount))]
+        same = [m for m in mentions if m.values and same_value(m.values[0], amount)]
         subunits = {s for m in same if (s := in_subunit(question, m)) is not None}
         in_unit = any(currency_before(question, m.start) or unit_of(word_after(question, m.end) or "") == unit for m in same)
         if len(subunits) == 1 and not in_unit and _subunit(unit, sub := next(iter(subunits))):
@@ -189,4 +189,4 @@ def unit_refusal(template: str, question: str, bound: Mapping[str, int], mention
 def _converted(value: float, mention: Mention, subunit: str | None) -> bool:
     """``value`` is the mention's amount in its subunit's unit (0.3 for "30 cents")."""
     per = SUBUNITS_PER_UNIT.get(subunit or "")
-    return bool(per and mention.values) and abs(value * per - mention.values[0]) <= 1e-9 * max(1.0, abs(mention.values[0]))
+    return bool(per and mention.values) and same_value(value * per, mention.values[0])
