@@ -17,7 +17,7 @@ import os
 import re
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from edge_runtime.answer.verification import VerificationStatus
 from edge_runtime.bundles.blob_store import artefact_digest
 from edge_runtime.entries.metadata import EntryPoint, entry_from_dict
+from edge_runtime.entries.source_analysis import params_run_reads
 from edge_runtime.entries.validator import validate_source
 from edge_runtime.errors import (
     ArcError,
@@ -497,7 +498,11 @@ def _check_entries(
         if _module_entry(tree) != meta:
             raise BundleFormatError(f"{where}: entry {entry_id!r}: manifest metadata differs from {path!r}'s ENTRY")
         try:
-            entries[entry_id] = entry_from_dict(meta)
+            entry = entry_from_dict(meta)
+            read = params_run_reads(tree)
+            if read is not None:
+                entry = replace(entry, unread=frozenset(p.name for p in entry.params) - read)
+            entries[entry_id] = entry
         except (ArcError, KeyError, TypeError, ValueError) as exc:
             raise BundleFormatError(f"{where}: entry {entry_id!r} metadata is invalid: {exc}") from exc
         modules[entry_id] = source

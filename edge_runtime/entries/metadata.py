@@ -159,14 +159,22 @@ class EntryPoint:
     #: eggs sold, a price). Below it, the values left that domain ("change" from $20 for $24 of
     #: cookies): served as a MISS. None: any answer.
     answer_minimum: float | None = None
+    #: Parameters the compiled reasoning never reads: numbers the question states that the answer does not depend
+    #: on ("80 pop in the first 30 seconds"). The device tells them from the compiled code
+    #: (``source_analysis.params_run_reads``), never from a manifest; the model path need not agree on them.
+    unread: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", tuple(self.params))
+        object.__setattr__(self, "unread", frozenset(self.unread))
         minimum = _optional_number(self.answer_minimum, f"entry {self.id!r}: answer_minimum")
         object.__setattr__(self, "answer_minimum", minimum)
         names = [p.name for p in self.params]
         if len(set(names)) != len(names):
             raise DefinitionError(f"entry {self.id!r}: duplicate parameter names {names}")
+        if not self.unread <= set(names):
+            raise DefinitionError(f"entry {self.id!r}: unread parameters {sorted(self.unread - set(names))} are not "
+                                  "parameters of it")
         slots = [f for _, f, _, _ in string.Formatter().parse(self.template) if f is not None]
         if sorted(set(slots)) != sorted(names):
             raise DefinitionError(

@@ -86,3 +86,29 @@ def decorated_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
         ):
             found[node.name] = node
     return found
+
+
+def params_run_reads(tree: ast.Module) -> frozenset[str] | None:
+    """The parameter names a compiled module's ``run(ctx, params)`` reads, or None when that cannot be told.
+
+    The compiler writes ``run`` as one call of the root function with ``params['name']`` for each parameter the
+    root loads; a parameter it never reads is a number the question states that the reasoning ignores. Told from
+    the code itself, never from a manifest's claim: any use of ``params`` other than a subscript by a constant name
+    (or no such ``run``) answers None, and the caller treats every parameter as read."""
+    run = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run"), None)
+    if run is None or [a.arg for a in run.args.args] != ["ctx", "params"] or run.args.vararg or run.args.kwarg \
+            or run.args.kwonlyargs or run.args.posonlyargs:
+        return None
+    reads: set[str] = set()
+    subscripted: set[int] = set()
+    for node in ast.walk(run):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "params":
+            key = constant_str(node.slice)
+            if key is None or not isinstance(node.ctx, ast.Load):
+                return None
+            reads.add(key)
+            subscripted.add(id(node.value))
+    names = [n for n in ast.walk(run) if isinstance(n, ast.Name) and n.id == "params"]
+    if any(id(n) not in subscripted for n in names):
+        return None  # params passed on, rebound or read whole: any parameter may be read
+    return frozenset(reads)

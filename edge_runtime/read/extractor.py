@@ -296,6 +296,9 @@ class Extractor:
             if agreed or (machine.done and self.on_disagreement == "decode"):
                 return _guarded(self._finish(machine, ServingPath.LM_DRAFT, passes, accepted, len(draft_ids), t0, t1),
                                 checked)
+            if self.on_disagreement == "miss" and _differs_only_unread(entry, machine, draft):
+                return _guarded(self._finish_spans({p.name: draft[p.name] for p in entry.params}, ServingPath.LM_DRAFT,
+                                                   passes, accepted, len(draft_ids), t0, t1), checked)
             if self.on_disagreement == "miss":
                 if (self.impossible_rereads and self._draft_near_top(slots, question, draft_ids, hidden_rows)
                         and self._draft_may_serve(entry, draft, question)):
@@ -505,6 +508,22 @@ class Extractor:
             draft_tokens=drafted,
             timings={"prefix_s": t1 - t0, "decode_s": time.perf_counter() - t1},
         )
+
+
+def _differs_only_unread(entry: EntryPoint, machine: JsonSlotsConstraint, draft: dict[str, str]) -> bool:
+    """The model, checking the draft, first disagrees in a slot the reasoning never reads, and every slot after it
+    (which it has not checked) is unread too: it agrees on every value the answer depends on. Its other reading of
+    a number the answer ignores ("the first *two* have 200 apartments each" read as "1") changes nothing served;
+    the draft's value stays, which the guard has judged."""
+    if not entry.unread:
+        return False
+    names = [p.name for p in entry.params]
+    if machine.done:
+        reading = machine.result()
+        differ = {n for n in names if reading.get(n) != draft[n]}
+        return bool(differ) and differ <= entry.unread
+    first = len(machine.values) if machine.in_value else max(len(machine.values) - 1, 0)  # else it closed a value
+    return set(names[first:]) <= entry.unread
 
 
 def _over_used(entry: EntryPoint, spans: dict[str, str], question: str, pack: ReadingPack | None = None) -> set[str]:

@@ -24,7 +24,9 @@ from builder.keys import generate_keypair, load_private_key, load_public_key
 from edge_runtime.bundles.bundle import read_bundle
 from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
 from edge_runtime.entries.metadata import entry_to_dict
+from edge_runtime.entries.registry import Registry
 from edge_runtime.errors import BundleError, BundleFormatError, IntegrityError, SignatureError
+from tests.edge_runtime.entries.test_compiler import IGNORES_C
 from tests.fakes import ScriptedTargetLM
 
 SIG = 64
@@ -289,6 +291,23 @@ def test_hand_written_honest_bundle_is_accepted(compiled, signer):
     manifest, payload = honest_manifest(compiled, signer[0])
     bundle = read_bundle(write_raw_bundle(manifest, payload, signer[0]), trusted_keys=[signer[1]])
     assert bundle.modules == {c.entry.id: c.source for c in compiled}
+
+
+def test_the_reader_tells_unread_parameters_from_the_compiled_code(compiled, signer, embedder):
+    """``EntryPoint.unread`` comes from the module's ``run``, never from the manifest: a parameter the root loads is
+    read, one it never loads is not, and a ``run`` that could read any parameter leaves every one read."""
+    registry = Registry(embedder)
+    registry.add_source(IGNORES_C, "total.py")
+    ignores = compile_entry(registry, "total")
+    manifest, payload = honest_manifest([*compiled, ignores], signer[0])
+    bundle = read_bundle(write_raw_bundle(manifest, payload, signer[0]), trusted_keys=[signer[1]])
+    assert bundle.entries["total"].unread == {"c"}
+    assert all(not bundle.entries[c.entry.id].unread for c in compiled)
+    whole = re.sub(r"def run\(ctx, params\):\n(.|\n)*", "def run(ctx, params):\n    return describe_total(ctx, "
+                   "dict(params))\n", ignores.source)
+    manifest, payload = honest_manifest([ignores], signer[0], {"total": whole})
+    assert read_bundle(write_raw_bundle(manifest, payload, signer[0]), trusted_keys=[signer[1]]).entries["total"].unread \
+        == frozenset()
 
 
 HOSTILE = {

@@ -12,6 +12,7 @@ from fakes import ScriptedTargetLM
 from edge_runtime.entries import sandbox
 from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
 from edge_runtime.entries.registry import Registry
+from edge_runtime.entries.source_analysis import params_run_reads
 from edge_runtime.entries.validator import validate_source
 from edge_runtime.errors import CompileError, ExecutionError
 
@@ -350,3 +351,39 @@ def test_exec_source_uses_the_reduced_builtins():
     assert namespace["X"] == 1
     assert namespace["__name__"] == "tiny"
     assert set(namespace["__builtins__"]) == set(sandbox.SAFE_BUILTINS)
+
+
+# --------------------------------------------------------------------------------------------------
+# Which parameters the compiled reasoning reads (told from the code, for the model path's agreement)
+
+IGNORES_C = WRONG_OUTPUT.replace('result["the colour of the sky"]', 'result["the sum"]').replace(
+    'Param(name="b", description="the second number", original=3.0),',
+    'Param(name="b", description="the second number", original=3.0),\n'
+    '        Param(name="c", description="the number of days, which the total ignores", original=4.0),',
+).replace('template="What is {a} plus {b}?"', 'template="What is {a} plus {b}, {c} days from now?"')
+
+
+def test_a_parameter_the_root_never_loads_is_unread(embedder):
+    registry = Registry(embedder)
+    registry.add_source(IGNORES_C, "total.py")
+    compiled = compile_entry(registry, "total")
+    assert params_run_reads(ast.parse(compiled.source)) == {"a", "b"}
+
+
+def test_every_gas_parameter_is_read(gas_registry):
+    compiled = compile_entry(gas_registry, "ideal-gas-pressure")
+    assert params_run_reads(ast.parse(compiled.source)) == {p.name for p in compiled.entry.params}
+
+
+@pytest.mark.parametrize("run", [
+    "def run(ctx, params):\n    return describe_total(ctx, dict(params))\n",  # passed on whole
+    "def run(ctx, params):\n    k = 'c'\n    return describe_total(ctx, {'the first number': params[k]})\n",
+    "def run(ctx, params):\n    params = {}\n    return describe_total(ctx, params)\n",
+    "def run(ctx, values):\n    return describe_total(ctx, {'the first number': values['a']})\n",
+    "def run(ctx, params, *more):\n    return describe_total(ctx, {'the first number': params['a']})\n",
+    "def go(ctx, params):\n    return describe_total(ctx, {'the first number': params['a']})\n",  # no run at all
+])
+def test_a_run_that_could_read_any_parameter_reads_them_all(run):
+    """A module that uses ``params`` in any way but a subscript by a constant name may read any parameter: the
+    analysis says it cannot tell, and the device treats every parameter as read (as before the analysis)."""
+    assert params_run_reads(ast.parse(run)) is None

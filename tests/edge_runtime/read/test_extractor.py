@@ -9,6 +9,7 @@ rarely validate as numbers.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ from tiny_llama import chatml
 
 from builder.target_model import DEFAULT_RECIPE
 from edge_runtime.entries.metadata import EntryPoint, Param
-from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
+from edge_runtime.errors import DefinitionError, ExtractionError, ParameterValidationError, TargetModelError
 from edge_runtime.model.lm_engine import LMEngine
 from edge_runtime.outcome import MissReason, ServingPath
 from edge_runtime.read.draft import draft_values
@@ -381,6 +382,62 @@ def test_miss_policy_without_a_draft_does_not_serve_a_single_reading(engine):
         assert info.value.reason == "extraction_failed"
     served = Extractor(engine, use_fast_path=False, on_disagreement="decode").extract(NAME, "Name the river Thames.")
     assert served.path == "lm" and served.values["river"].strip() in "Name the river Thames."
+
+
+TRIP = EntryPoint(
+    id="trip-mode",
+    description="How boxes travel on a trip whose length the answer does not depend on",
+    template="Ship the boxes by {mode} on a {days} day trip.",
+    question="Ship the boxes by air on a 2 day trip.",
+    params=(
+        Param("mode", "transport mode", type=str, original="air", examples=("sea",), choices=("air", "sea", "road")),
+        Param("days", "days of the trip, not read by the reasoning", type=int, original=2, examples=(4,), minimum=1),
+    ),
+    root="mode",
+    unread=frozenset({"days"}),
+)
+TRIP_QUESTIONS = [f"Ship the {n} boxes by {mode} on a {d} day trip, {k} km" for n, mode, d, k in
+                  [(7, "air", 2, 300), (12, "sea", 4, 80), (9, "road", 6, 45), (4, "air", 3, 12), (15, "sea", 9, 700),
+                   (21, "road", 30, 5), (3, "air", 5, 14), (40, "sea", 12, 2)]]
+
+
+def test_the_model_need_not_agree_on_a_number_the_reasoning_never_reads(engine):
+    """Agree-or-miss asks the model to agree with the draft on every value the answer depends on: where it first
+    disagrees in a slot the compiled reasoning never reads (and only unread slots follow), the draft is served; where
+    it disagrees on a read slot, or on any slot of an entry that reads them all, the question misses as before."""
+    everything_read = dataclasses.replace(TRIP, unread=frozenset())
+    strict = Extractor(engine, use_fast_path=False, on_disagreement="miss")
+    seen = set()
+    for question in TRIP_QUESTIONS:
+        draft = draft_values(TRIP.template, TRIP.params, question)
+        assert draft is not None
+        reading = model_read(engine, TRIP, question, use_draft=True).spans
+        differ = {n for n in draft if reading.get(n) != draft[n]}
+        assert "mode" not in differ  # the question names the mode: the model has nothing to decide there
+        if not differ:
+            seen.add("agrees")
+            assert strict.extract(TRIP, question).spans == draft
+        elif differ <= {"days"}:
+            seen.add("unread only")
+            assert strict.extract(TRIP, question).spans == draft  # the draft's value, which the guard judges
+            with pytest.raises(ExtractionError, match="disagree"):
+                strict.extract(everything_read, question)
+    assert "unread only" in seen, seen
+    days_read = dataclasses.replace(TRIP, params=(TRIP.params[1], TRIP.params[0]),
+                                    template="Ship the boxes on a {days} day trip by {mode}.", unread=frozenset({"mode"}))
+    disagreed = 0
+    for question in TRIP_QUESTIONS:  # the slot it disagrees on comes first and is read: not served
+        draft = draft_values(days_read.template, days_read.params, question)
+        if model_read(engine, days_read, question, use_draft=True).spans != draft:
+            disagreed += 1
+            with pytest.raises(ExtractionError, match="disagree"):
+                strict.extract(days_read, question)
+    assert disagreed
+
+
+def test_unread_parameters_must_be_parameters_of_the_entry():
+    with pytest.raises(DefinitionError, match="unread"):
+        dataclasses.replace(TRIP, unread=frozenset({"weeks"}))
 
 
 # ---- (e) validation ---------------------------------------------------------------------------------------
