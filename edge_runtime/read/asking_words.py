@@ -49,6 +49,7 @@ _FRAME = frozenset("""how what which who whom whose when where why number amount
 #: An instruction's verb before what it asks ("*Calculate* the total cost", "*Work out* how much"): a lead, not content.
 _INSTRUCTION = re.compile(r"\s*(?:please\s+)?(?:calculate|compute|find|determine|figure\s+out|work\s+out)\b\s*", re.IGNORECASE)
 _PRONOUNS = frozenset("he she it they him her them his its their hers theirs".split())
+_SO_FAR = re.compile(r"\bso\s+far\b")
 _NUMBER = re.compile(r"[#$\d\x00]")
 _QUESTION_WORD = re.compile(r"\b(?:how|what|which|who|whom|whose|calculate|compute|find|determine)\b", re.IGNORECASE)
 #: A final sentence's clauses end at punctuation and at a condition's word ("If he eats 5 a day, how many ...").
@@ -64,8 +65,9 @@ _NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(sorted(_NUMBER_WORDS, key=len, rever
 
 
 def _plain(text: str) -> str:
-    """Lower case, "didn't" as "did not", "Ann's" as "Ann"."""
-    return re.sub(r"'s\b", "", text.lower().replace("’", "'").replace("n't", " not").replace("cannot", "can not"))
+    """Lower case, "didn't" as "did not", "Ann's" as "Ann", "so far" as "now" (an adverb of when, as "now" is)."""
+    text = re.sub(r"'s\b", "", text.lower().replace("’", "'").replace("n't", " not").replace("cannot", "can not"))
+    return _SO_FAR.sub("now", text)
 
 
 def _words(text: str, names: set[str]) -> dict[str, str]:
@@ -222,8 +224,12 @@ def asking_change(t: AskedWords, question: str, word_values: Sequence[str] = ())
     elif t.conditions:  # dropped, unless the question's story took it in ("She sells all the baked goods.")
         moved = any(w in q.story and w not in t.story for w in t.conditions)
         kept_aside.update({w: word for w, word in t.conditions.items() if w in q.story and not moved})
-    # a word of the question's own may stand in for a dropped one, and a pronoun for a noun ("does *he* have")
-    stands_in = bool(set(q.asking) - set(t.asking)) or (bool(q.pronouns - t.pronouns) and set(kept_aside) <= t.phrase_words)
+    # a word of the question's own may stand in for a dropped one, and a pronoun for a noun ("does *he* have"); not a
+    # word its story uses where the entry's does not: that renames a thing everywhere ("game discs" for "DVDs") and
+    # stands in for the entry's name of it, not for the dropped word
+    renamed = {w for w in q.asking if w in q.story and w not in t.story}
+    stands_in = bool(set(q.asking) - set(t.asking) - renamed) or (
+        bool(q.pronouns - t.pronouns) and set(kept_aside) <= t.phrase_words)
     if kept_aside and not stands_in:
         return (f"the question's final sentence no longer asks with {next(iter(kept_aside.values()))!r}, which its story "
                 "still names")

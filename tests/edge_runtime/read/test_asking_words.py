@@ -17,6 +17,8 @@ CAKES = ("Ann bakes # cakes, # pies and # cookies. Each cake sells for $#. If An
 FARM = "A farmer has # cows and # sheep. How many animals does the farmer have in all?"
 BAKERY = "A bakery sells # muffins in the morning and # in the afternoon. How many muffins did the bakery sell?"
 TOM = "Tom has $#. He buys # books for $# each. How much money does he have left?"
+PENS = ("A pen can write # pages before it runs out. Ann has # pens; one has written # pages and the other # pages. How "
+        "many more pages can both pens write before they run out?")
 LOAVES = "A baker makes # loaves of bread a day. How many loaves does the baker make in # days?"
 
 
@@ -49,6 +51,12 @@ LOAVES = "A baker makes # loaves of bread a day. How many loaves does the baker 
      "times can both be played before they break?",
      "A DVD can be played 100 times before it breaks. One has been played 30 times and the other 40 times. How many "
      "more times can both be played?", "break"),
+    # the same with the thing renamed throughout: the new name stands in for the template's name of it, not for the
+    # dropped condition; "so far" is an adverb of when, as "now" is, and stands in for nothing either
+    (PENS, "A marker can write 90 pages before it runs out. Ann has 2 markers; one has written 30 pages and the other "
+           "25 pages. How many pages have both markers written so far?", "run"),
+    (PENS, "A pen can write 90 pages before it runs out. Ann has 2 pens; one has written 30 pages and the other 25 "
+           "pages. How many pages have both pens written so far?", "run"),
     # a word for what it asks that neither story names: another quantity than the template's (profit, not takings)
     (CAKES, "Ann bakes 4 cakes, 3 pies and 9 cookies. Each cake sells for $5. If Ann sells all the baked goods, how "
             "much profit does she earn?", "profit"),
@@ -65,6 +73,9 @@ def test_a_final_sentence_that_asks_with_other_words_of_the_story_is_refused(tem
     # the thing asked about renamed everywhere, and a name for the pronoun
     (TREES, "Lena plants 4 apple saplings a week in her orchard. After 6 weeks, how many apple saplings does Lena "
             "have if 3 died?"),
+    # renamed throughout, the template's condition kept
+    (PENS, "A marker can write 90 pages before it runs out. Ann has 2 markers; one has written 30 pages and the other "
+           "25 pages. How many more pages can both markers write before they run out?"),
     # a given restated after a number of the final sentence ("for 9 cookies") asks as the template does
     (CAKES, "Ann bakes 4 cakes, 3 pies and 9 cookies. Each cake sells for $5. If Ann sells all the baked goods, how "
             "much does she earn in dollars?"),
