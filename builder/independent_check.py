@@ -236,6 +236,49 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
     return Disagreement(tuple(failures), tuple(blamed), disagreeing[0][1])
 
 
+def read_free_slots(plan: Plan, bound: Sequence[BoundProgram], rng: random.Random, tries: int = 3) -> dict[str, str]:
+    """The entry's free slots (numbers its reasoning does not read) whose number another author's program reads
+    and answers differently with: slot name -> that program's source.
+
+    A number no literal of the entry reads is a free slot: the device reads it only so that the guard knows the
+    number belongs to the question, and serves whatever value the question gives. That is right for a detail the
+    answer does not depend on ("80 pop in the first 30 seconds", "2 days later") and wrong for a count the program
+    wrote into its structure ("the first two have 200 apartments each": ``apartments_1 + apartments_2``): there a
+    question with "the first three" would be served the answer for two. An independent program that reads the
+    number and changes its answer with it says which kind it is; its slot must then keep its original value (the
+    importer drops it, and the number stays part of the template's text)."""
+    originals = {q.name: q.original for q in plan.params}
+    out: dict[str, str] = {}
+    for p in plan.params:
+        if not p.free:
+            continue
+        for b in bound:
+            if not b.reads(p) or b.doubts([p]):
+                continue
+            try:
+                base = b.answer(plan.params, originals)
+            except (Exception, RunTimeout):  # noqa: BLE001 - outside this program's domain: it says nothing
+                continue
+            if not _plain_number(base):
+                continue
+            for _ in range(tries):
+                values = {**originals, p.name: draw_values(plan, rng)[p.name]}
+                try:
+                    got = b.answer(plan.params, values)
+                except (Exception, RunTimeout):  # noqa: BLE001
+                    continue
+                if _plain_number(got) and not is_close(base, got, AGREEMENT_TOLERANCE):
+                    out[p.name] = b.source
+                    break
+            if p.name in out:
+                break
+    return out
+
+
+def _plain_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _equal_literals(p: ParamPlan, q: ParamPlan) -> bool:
     """Two parameters whose program literals hold one value: which reads which mention is the planner's guess."""
     return bool({float(v) for v in p.literal_values(p.original).values()}

@@ -43,7 +43,7 @@ from edge_runtime.read.values import parse_quantity
 
 def plan_parameters(
     question: str, program: PalProgram, variant: str = "", docstring: str = "", frozen: Sequence[str] = (),
-    free_numbers: bool = True, structural_words: bool = True, freeze_derived: bool = True,
+    free_numbers: bool = True, structural_words: bool = True, freeze_derived: bool = True, fixed: Sequence[str] = (),
 ) -> Plan:
     """Map the program's literals to the question's mentions.
 
@@ -92,7 +92,8 @@ def plan_parameters(
                        and not any(a < m.end and m.start < b for a, b in spans)]  # "One" of "One third"
     unused = [repr(m.text) for m in unused_mentions]
     if settled:
-        kept += _free_params(question, unused_mentions, program, restored, {p.name for p in kept} | all_names(program.func))
+        kept += _free_params(question, unused_mentions, program, restored, {p.name for p in kept} | all_names(program.func),
+                             fixed)
     return Plan(kept, restored, constants, unused, sorted(frozen_all & {p.name for p in params}), unexplained)
 
 
@@ -398,13 +399,14 @@ def _counts_the_same(first: Sequence[str], second: Sequence[str]) -> bool:
 
 
 def _free_params(question: str, unused: Sequence[Mention], program: PalProgram, restored: dict[int, Any],
-                 taken: set[str]) -> list[ParamPlan]:
+                 taken: set[str], fixed: Sequence[str] = ()) -> list[ParamPlan]:
     """Slots for the question's numbers that no literal reads. Only when every literal is explained
     (stated in the question or a unit constant): an unexplained literal may have been computed from
     one of them ("harvests_per_year = 4" from "every 3 months"), which would then have to stay fixed.
     A number equal to any literal's value (in any form) is not free either: the program may use it
     under a name the matching missed ("carrots * 12" for "12-pound bags"). Repeats of one number
-    counting the same thing ("30 seconds ... 30 seconds") share a slot."""
+    counting the same thing ("30 seconds ... 30 seconds") share a slot. A slot named in ``fixed`` is not made:
+    another author's program reads its number and answers otherwise with it (``independent_check.read_free_slots``)."""
     values = [float(restored.get(lit.id, lit.value)) for lit in program.literals]
     groups: dict[tuple[str, str], list[Mention]] = {}
     for mention in unused:
@@ -427,6 +429,8 @@ def _free_params(question: str, unused: Sequence[Mention], program: PalProgram, 
         while name in taken:
             name, k = f"{stem}_{k}", k + 1
         taken.add(name)
+        if name in fixed:
+            continue  # another author's program reads it and answers otherwise with it: it stays the template's text
         context = context_words(question, first, 4, 4)
         out.append(ParamPlan(
             name=name, literals=[], mention=first, original=first.value,

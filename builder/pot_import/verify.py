@@ -21,7 +21,7 @@ import numpy as np
 
 from builder.gsm8k import Mention, is_close, replaced_numbers, words_after
 from builder.independent import IndependentProgram
-from builder.independent_check import Disagreement, bind, check
+from builder.independent_check import Disagreement, bind, check, read_free_slots
 from builder.pot_groups import GenerationFailed, GroupPolicy, PotGroup, Validation
 from builder.pot_import.matching import MEASURES, sanitise, unit_word
 from builder.pot_import.plan import Plan, draw_values, oracle_values
@@ -201,9 +201,10 @@ class Importer:
     def generate(self, transcripts: Sequence[Transcript], reflections: Sequence[str]) -> Candidate:
         t = transcripts[0]
         frozen = sorted({m.group(1) for r in reflections for m in re.finditer(r"param (\w+)", r)})
+        fixed = sorted({m.group(1) for r in reflections for m in re.finditer(r"free slot (\w+)", r)})
         try:
             program = self._program(t)
-            plan = plan_parameters(t.question, program, t.variant, t.docstring, frozen)
+            plan = plan_parameters(t.question, program, t.variant, t.docstring, frozen, fixed=fixed)
             if plan.restored:
                 program.set_defaults(plan.restored)
             expected = _run_original(program)
@@ -291,6 +292,9 @@ class Importer:
             if not found.blamed:
                 return Validation(0, 1, (found.example,), fatal="independent_disagreement")
             return Validation(0, 1, found.failures, reason="independent_disagreement")
+        if read := read_free_slots(c.plan, bound, rng):  # a number the entry ignores that another program needs
+            return Validation(0, 1, tuple(f"free slot {name}: {source} reads its number and answers otherwise with it"
+                                          for name, source in read.items()), reason="independent_disagreement")
         c.verification = found
         return None
 

@@ -167,6 +167,30 @@ def test_a_program_that_writes_equal_numbers_apart_outweighs_agreement_by_the_sa
     assert both.info["verification"]["status"] == "verified"
 
 
+GARBAGE = ("Jo collects garbage from 3 apartment complexes. The first two have 20 apartments each and the last one has 15 "
+           "apartments. She is paid $4 per apartment. How much is she paid?")
+#: Writes the count of equal complexes into its structure: "two" is read by no literal, so it becomes a free slot.
+BY_STRUCTURE = "first = 20\nlast = 15\npay = 4\nreturn (first + first + last) * pay"
+READS_TWO = IndependentProgram("reads", as_solution("equal = 2\nsize = 20\nlast = 15\npay = 4\n"
+                                                     "ans = (equal * size + last) * pay"))
+IGNORES_TWO = IndependentProgram("ignores", as_solution("size = 20\nlast = 15\npay = 4\nans = (size + size + last) * pay"))
+
+
+def test_a_number_the_entry_ignores_but_another_program_needs_is_not_a_free_slot(importer: Importer) -> None:
+    """A free slot lets the device serve any value the question gives for a number the entry's reasoning ignores.
+    A program that reads that number and answers otherwise with it ("the first *three* have ...") is outvoted on the
+    entry's verification by one that agrees, but not on the slot: the number stays the template's text, and a
+    question that changes it is not served this entry's answer."""
+    for others, free in (((IGNORES_TWO,), True), ((IGNORES_TWO, READS_TWO), False)):
+        checked = importer.import_one(with_independent(transcript(GARBAGE, BY_STRUCTURE, 220), *others))
+        assert checked.accepted, checked.detail
+        assert checked.info["verification"]["status"] == "verified"
+        assert "ignores" in checked.info["verification"]["sources"]
+        assert ("unused_have_apartments" in checked.info["params"]) is free, checked.info["params"]
+        assert "unused_apartment_complexes" in checked.info["params"]  # the 3 no program reads stays free
+        assert set(checked.info["read_params"]) == {"first", "last", "pay"}
+
+
 def test_an_independent_program_wrong_on_the_original_is_not_used(importer: Importer) -> None:
     wrong = IndependentProgram("wrong", as_solution("ans = 2 + 4"))
     result = importer.import_one(with_independent(transcript(PENS, RIGHT, 8), wrong))
