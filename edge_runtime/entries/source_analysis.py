@@ -95,9 +95,10 @@ def params_run_reads(tree: ast.Module) -> frozenset[str] | None:
     root loads; a parameter it never reads is a number the question states that the reasoning ignores. Told from
     the code itself, never from a manifest's claim: any use of ``params`` other than a subscript by a constant name
     (or no such ``run``) answers None, and the caller treats every parameter as read."""
-    run = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run"), None)
-    if run is None or [a.arg for a in run.args.args] != ["ctx", "params"] or run.args.vararg or run.args.kwarg \
-            or run.args.kwonlyargs or run.args.posonlyargs:
+    binds_run = [n for n in tree.body if "run" in _bound_names(n)]
+    run = binds_run[0] if len(binds_run) == 1 else None  # a second binding of ``run`` replaces the first one read
+    if not isinstance(run, ast.FunctionDef) or [a.arg for a in run.args.args] != ["ctx", "params"] \
+            or run.args.vararg or run.args.kwarg or run.args.kwonlyargs or run.args.posonlyargs or run.decorator_list:
         return None
     reads: set[str] = set()
     subscripted: set[int] = set()
@@ -112,3 +113,12 @@ def params_run_reads(tree: ast.Module) -> frozenset[str] | None:
     if any(id(n) not in subscripted for n in names):
         return None  # params passed on, rebound or read whole: any parameter may be read
     return frozenset(reads)
+
+
+def _bound_names(node: ast.stmt) -> set[str]:
+    """The names a module-level statement binds (a definition, an assignment's targets, an import's names)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}

@@ -382,6 +382,11 @@ def test_every_gas_parameter_is_read(gas_registry):
     "def run(ctx, values):\n    return describe_total(ctx, {'the first number': values['a']})\n",
     "def run(ctx, params, *more):\n    return describe_total(ctx, {'the first number': params['a']})\n",
     "def go(ctx, params):\n    return describe_total(ctx, {'the first number': params['a']})\n",  # no run at all
+    # run bound twice: Python keeps the second, which reads whatever it likes
+    "def run(ctx, params):\n    return describe_total(ctx, {'the first number': params['a']})\n\n"
+    "def run(ctx, params):\n    return describe_total(ctx, dict(params))\n",
+    "def run(ctx, params):\n    return describe_total(ctx, {'the first number': params['a']})\n\nrun = other_run\n",
+    "@trace\ndef run(ctx, params):\n    return describe_total(ctx, {'the first number': params['a']})\n",
 ])
 def test_a_run_that_could_read_any_parameter_reads_them_all(run):
     """A module that uses ``params`` in any way but a subscript by a constant name may read any parameter: the
