@@ -273,6 +273,9 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
             return None  # a word changed, and the pack has no words to tell a rename from another quantity
         q_plain = [w for w in q_words if not vocab.is_quantity(w)]
         pairs = [(vocab.norm(a), vocab.norm(b)) for a, b in zip(words, q_plain)] if len(q_plain) == len(words) else []
+        if len(q_plain) == len(words) and any(a.lower() in vocab.comparison and b.lower() != a.lower()
+                                              for a, b in zip(words, q_plain)):
+            return None  # a comparison renamed ("3 *times* older" → "10 *years* older"): a product became a sum
         changed = {(a, b) for a, b in pairs if a != b and a.isalpha() and a not in vocab.common}
         swapped.update(changed)
         if sum(vocab.norm(w) == "%" for w in words) != sum(vocab.norm(w) == "%" for w in q_words):

@@ -525,3 +525,19 @@ def test_a_stretch_that_changes_a_quantity_by_its_words_declines():
     params = tuple(Param(name=n, description=n, type=int, original=1) for n in "abcd")
     moved = "A loaf costs $4. Each bagel costs $1. How much more do 3 loaves cost than 6 bagels?"
     assert aligned_values(bagels, params, moved) == {"a": "4", "b": "1", "c": "3", "d": "6"}  # "each" moved, kept
+
+
+AGES = "Ivy is {a} times older than Ben. Ben is {b} times older than Max. If Max is {c}, how old is Ivy?"
+AGE_PARAMS = tuple(Param(name=n, description=n, type=float, original=v, minimum=0) for n, v in (("a", 3), ("b", 2), ("c", 4)))
+
+
+@pytest.mark.parametrize("question, values", [
+    # renamed throughout, the comparison kept: the same reasoning
+    ("Noor is 5 times older than Sam. Sam is 2 times older than Lea. If Lea is 6, how old is Noor?",
+     {"a": "5", "b": "2", "c": "6"}),
+    # the comparison word renamed with the names: "3 times older" became "10 years older", a product a sum
+    ("Noor is 10 years older than Sam. Sam is 14 years older than Lea. If Lea is 34, how old is Noor?", None),
+    ("Noor is 10 days older than Sam. Sam is 14 days older than Lea. If Lea is 34, how old is Noor?", None),
+])
+def test_a_comparison_word_is_not_renamed(question, values):
+    assert aligned_values(AGES, AGE_PARAMS, question) == values
