@@ -12,6 +12,9 @@ Definitions (docs/benchmarks.md):
 - ``changed_served``: reasoning-changed rows served (any answer: the cached reasoning does not apply);
 - ``unrelated_served``: unrelated rows served (false hits);
 - ``by_verification``: the same served counts split by the serving entry's verification status;
+- ``served_by_another_entry``: served rows that name their entry and were answered by another one (a question taken
+  for another entry's: right only where the two happen to answer alike; 2026-12-07 it found "3 *times* older" read
+  as "10 *years* older");
 - ``coverage``: should-serve rows whose entry is in the bundle (rows naming no entry count as covered);
 - rates divide by the row count of their group (``should_serve``, ``changed``, ``unrelated``).
 """
@@ -72,6 +75,8 @@ def summarise(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
             "unrelated_served": _rate(unrelated_served, len(unrelated)),
         },
         "by_verification": _by_verification(should, changed, unrelated),
+        "served_by_another_entry": sum(1 for r in rows if r["served"] and r.get("expected_entry") and r.get("entry_id")
+                                       and r["entry_id"] != r["expected_entry"]),
         "miss_reasons": dict(Counter(r["miss_reason"] for r in rows if not r["served"]).most_common()),
         "served_by_path": dict(Counter(r["path"] for r in rows if r["served"]).most_common()),
         "latency_ms": {**percentiles([float(r["latency_ms"]) for r in rows]),

@@ -50,12 +50,25 @@ def test_summarise_counts_and_rates():
     assert s["served_by_path"] == {"lm-draft": 3, "template": 1}
     assert s["latency_ms"]["p50"] == 4.5 and s["latency_ms"]["by_path"]["template"]["n"] == 1
     assert s["latency_ms"]["by_path"]["miss"]["n"] == 4
+    assert s["served_by_another_entry"] == 0  # these records name no entries
 
     by_kind = summarise_by_kind(records)["by_kind"]
     assert sorted(by_kind) == ["a", "b", "c", "d"]
     assert by_kind["a"]["served_right"] == 1 and by_kind["a"]["served_wrong"] == 1
     assert by_kind["c"]["rates"]["served_right"] is None  # no should-serve rows: no rate, not 0
     assert by_kind["d"]["unrelated_served"] == 1
+
+
+def test_rows_served_by_another_entry_are_counted():
+    """A row taken for another entry's question is counted whatever its answer (the two may answer alike)."""
+    records = [
+        {**rec(served=True, correct=True, ms=1), "expected_entry": "e1", "entry_id": "e1"},
+        {**rec(served=True, correct=False, should=False, changed=True, ms=2), "expected_entry": "e1", "entry_id": "e2"},
+        {**rec(served=True, correct=True, ms=3), "expected_entry": "e3", "entry_id": "e4"},
+        {**rec(served=False, reason="below_threshold", ms=4), "expected_entry": "e5", "entry_id": "e6"},
+        {**rec(served=True, correct=True, ms=5), "expected_entry": None, "entry_id": "e7"},  # a row naming no entry
+    ]
+    assert summarise(records)["served_by_another_entry"] == 2
 
 
 def test_summarise_empty_and_percentiles():
