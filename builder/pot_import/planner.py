@@ -70,6 +70,7 @@ def plan_parameters(
     pool = [lit for lit in program.literals if not lit.excluded]
     candidates = _candidates(question, pool, mentions, restored, program.func)
     assigned, taken = _assign(candidates, program, mentions)
+    _pair_operands(program, pool, mentions, restored, assigned, taken)
     _lift_conversions(question, pool, mentions, restored, assigned, taken)
     params, constants, unexplained = _params_of(question, program, restored, assigned, structural_words,
                                                 _fraction_literals(program.func, pool))
@@ -210,6 +211,34 @@ def _assign(candidates: Sequence[list[Any]], program: PalProgram,
                 continue
         assigned[lit.id] = (mention, form)
     return assigned, taken
+
+
+def _pair_operands(program: PalProgram, pool: Sequence[Literal], mentions: Sequence[Mention], restored: dict[int, Any],
+                   assigned: dict[int, tuple[Mention, str]], taken: set[int]) -> None:
+    """Two literals of one value multiplied or added together ("10 * 10" of "a 10-hour shift ... $10 per hour"), one
+    bound to a mention and the other to none, where the question states that value exactly twice: the other reads the
+    other mention. Which operand reads which mention cannot matter to the result, and two mentions of the value with
+    two operands that use it leave no other reading; alone, the second would stay a constant (an inline 10 reads as a
+    unit constant without a word of its own), and a program that reads one mention only checks an entry within a scope.
+    (``assigned`` and ``taken`` grow.)"""
+    by_node = {id(lit.node): lit for lit in pool}
+    for node in ast.walk(program.func):
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add))):
+            continue
+        pair = [by_node.get(id(node.left)), by_node.get(id(node.right))]
+        if None in pair:
+            continue
+        a, b = pair
+        value = float(restored.get(a.id, a.value))
+        if not close_to(value, float(restored.get(b.id, b.value))) or (a.id in assigned) == (b.id in assigned):
+            continue
+        bound, free = (a, b) if a.id in assigned else (b, a)
+        mention, form = assigned[bound.id]
+        stating = [m for m in mentions if m.parameterisable and close_to(float(m.value), value)]
+        others = [m for m in stating if m.index != mention.index]
+        if form == "value" and len(stating) == 2 and len(others) == 1 and others[0].index not in taken:
+            assigned[free.id] = (others[0], "value")
+            taken.add(others[0].index)
 
 
 def _lift_conversions(question: str, pool: Sequence[Literal], mentions: Sequence[Mention], restored: dict[int, Any],

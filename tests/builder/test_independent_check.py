@@ -308,6 +308,25 @@ def test_a_given_that_a_worked_solution_repeats_is_one_parameter() -> None:
     assert bound.program.run(twenty.literal_values(10)) == 10 + 30 + 40  # every step follows the new given
 
 
+def test_two_equal_operands_of_a_product_read_the_two_mentions_of_their_value() -> None:
+    """"10 * 10" of a question that states 10 twice ("a 10-hour shift", "$10 per hour"): which operand reads which
+    mention cannot change the product, so each reads one; otherwise the second stays a constant and the solution
+    checks an entry only with the hourly rate at 10."""
+    from builder.independent import IndependentProgram
+    from builder.independent_check import bind
+    from builder.worked_solution import worked_solution_program
+
+    question = ("Watson works a 10-hour shift each day, five days a week. He earns $10 per hour and gets a $300 bonus "
+                "each week. How much money does Watson make in a week, without the bonus?")
+    answer = "In a day, Watson makes 10 * 10 = $<<10*10=100>>100\nA week: 100 * 5 = $<<100*5=500>>500\n#### 500"
+    code = worked_solution_program(answer, 500, question)
+    (bound,) = bind(question, 500, [IndependentProgram("reference_worked_solution", code)], 2.0)
+    tens = sorted((q for q in bound.plan.params if q.original == 10), key=lambda q: q.mention.start)
+    assert [q.mention.text for q in tens] == ["10", "10"] and tens[0].mention.start < tens[1].mention.start
+    rate = tens[1]
+    assert bound.program.run(rate.literal_values(12)) == 10 * 12 * 5  # the rate alone moves the answer
+
+
 def test_a_worked_solution_that_adds_two_equal_results_reads_both_steps() -> None:
     """"6 + 6" after two steps that both gave 6 reads each of them once (a sum, so their order does not matter);
     "6 - 6" cannot say which is which and leaves the solution unused."""
