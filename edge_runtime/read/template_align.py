@@ -13,8 +13,9 @@ match and stretches that differ. The path reads values only where that is unambi
   "more", "times", "add" ...) and count nothing the template counts ("Each car rental is $500 per
   day.") are read past, and the guard (IS2) judges their numbers as it does any unexplained number;
 - a comparison the template does not write ("60 meters *less* each sprint"), one of its comparison words renamed
-  ("3 *times* older" → "10 *years* older"), a distributive word dropped with nothing in its place ("each sprint" → "for all the sprints"), or a unit of time renamed where the question still
-  names the template's ("3 times a month ... run a week?") changes a quantity by words: the path declines;
+  ("3 *times* older" → "10 *years* older"), a distributive word dropped with nothing in its place ("each sprint" →
+  "for all the sprints"), or a unit of time renamed where the question still names the template's ("3 times a month
+  ... run a week?") changes a quantity by words: the path declines;
 - two template words may not trade places: "10 dollar pencils ... 4 pens" for "10 dollar pens
   ... 4 pencils" swaps the roles of the values;
 - the final question (what the reasoning answers) may not put a word of the rest of the template
