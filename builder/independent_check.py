@@ -247,35 +247,37 @@ def read_free_slots(plan: Plan, bound: Sequence[BoundProgram], rng: random.Rando
     question with "the first three" would be served the answer for two. An independent program that reads the
     number and changes its answer with it says which kind it is; its slot must then keep its original value (the
     importer drops it, and the number stays part of the template's text)."""
-    originals = {q.name: q.original for q in plan.params}
     out: dict[str, str] = {}
-    for p in plan.params:
-        if not p.free:
-            continue
-        for b in bound:
-            if not b.reads(p) or b.doubts([p]):
-                continue
-            try:
-                base = b.answer(plan.params, originals)
-            except (Exception, RunTimeout):  # noqa: BLE001 - outside this program's domain: it says nothing
-                continue
-            if not _plain_number(base):
-                continue
-            for _ in range(tries):
-                values = {**originals, p.name: draw_values(plan, rng)[p.name]}
-                try:
-                    got = b.answer(plan.params, values)
-                except (Exception, RunTimeout):  # noqa: BLE001
-                    continue
-                if _plain_number(got) and not is_close(base, got, AGREEMENT_TOLERANCE):
-                    out[p.name] = b.source
-                    break
-            if p.name in out:
-                break
+    for p in (p for p in plan.params if p.free):
+        reader = next((b for b in bound if b.reads(p) and not b.doubts([p]) and _moves_with(b, plan, p, rng, tries)),
+                      None)
+        if reader is not None:
+            out[p.name] = reader.source
     return out
 
 
+def _moves_with(b: BoundProgram, plan: Plan, p: ParamPlan, rng: random.Random, tries: int) -> bool:
+    """``b``'s answer changes when ``p`` alone takes another value (on one of ``tries`` draws)."""
+    originals = {q.name: q.original for q in plan.params}
+    try:
+        base = b.answer(plan.params, originals)
+    except (Exception, RunTimeout):  # noqa: BLE001 - outside this program's domain: it says nothing
+        return False
+    if not _plain_number(base):
+        return False
+    for _ in range(tries):
+        values = {**originals, p.name: draw_values(plan, rng)[p.name]}
+        try:
+            got = b.answer(plan.params, values)
+        except (Exception, RunTimeout):  # noqa: BLE001
+            continue
+        if _plain_number(got) and not is_close(base, got, AGREEMENT_TOLERANCE):
+            return True
+    return False
+
+
 def _plain_number(x: Any) -> bool:
+    """A number an answer can be compared as (not a bool, which is an int to Python)."""
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
@@ -397,7 +399,7 @@ def _compare(b: BoundProgram, params: Sequence[ParamPlan], run_entry: RunEntry, 
             got = b.answer(params, values)
         except (Exception, RunTimeout):  # noqa: BLE001 - outside the independent program's domain
             continue
-        if isinstance(got, bool) or not isinstance(got, (int, float)):
+        if not _plain_number(got):
             continue
         if _no_whole_answer(expected, got):
             continue

@@ -452,7 +452,7 @@ class Extractor:
         at a value that differs from the draft's and is no other slot's draft value either: such a reading is not
         the impossible one ``impossible_rereads`` serves the draft for, so the rest need not be read."""
         names = [p.name for p in entry.params]
-        slot = len(machine.values) if machine.in_value else len(machine.values) - 1  # else its token closed the value
+        slot = _diverged_slot(machine)
         passes, feed = 0, [diverged[0]] + diverged[1]
         while True:
             used, state, feed = self._decode(machine, state, feed, values_until=slot + 1)
@@ -522,8 +522,13 @@ def _differs_only_unread(entry: EntryPoint, machine: JsonSlotsConstraint, draft:
         reading = machine.result()
         differ = {n for n in names if reading.get(n) != draft[n]}
         return bool(differ) and differ <= entry.unread
-    first = len(machine.values) if machine.in_value else max(len(machine.values) - 1, 0)  # else it closed a value
-    return set(names[first:]) <= entry.unread
+    return set(names[_diverged_slot(machine):]) <= entry.unread
+
+
+def _diverged_slot(machine: JsonSlotsConstraint) -> int:
+    """The slot of the model's first disagreement, once the machine has taken its token: the value it began or went
+    on with, or the one its token closed (a divergence always starts or closes a value, so one exists)."""
+    return len(machine.values) if machine.in_value else len(machine.values) - 1
 
 
 def _over_used(entry: EntryPoint, spans: dict[str, str], question: str, pack: ReadingPack | None = None) -> set[str]:
