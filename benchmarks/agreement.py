@@ -48,7 +48,9 @@ def prompts(bundle_path: Path, key: Path, queries: Path, count: int) -> list[Pro
         if entry is None or row.get("reasoning_changed") or row.get("unrelated"):
             continue
         draft = draft_values(entry.template, entry.params, row["query"])
-        answer = draft or {p.name: p.text(p.original) for p in entry.params}
+        if draft is None or None in draft.values():  # no whole draft (free text is the model's): the original values
+            draft = {p.name: p.text(p.original) for p in entry.params}
+        answer = draft
         prefix, suffix = prompt_parts(entry, row["query"])
         out.append((prefix, suffix, json.dumps(answer, ensure_ascii=False)))
         if len(out) == count:

@@ -61,8 +61,8 @@ class DraftReader(Extractor):
 
     def _with_model(self, entry: EntryPoint, question: str) -> Extraction:
         draft = draft_values(entry.template, entry.params, question)
-        if draft is None:
-            raise ExtractionError("extraction_failed", "the aligner found no draft")
+        if draft is None or None in draft.values():
+            raise ExtractionError("extraction_failed", "the aligner found no draft (or the question has free text)")
         return Extraction(values={}, spans={p.name: draft[p.name] for p in entry.params}, path="draft")
 
 

@@ -4,6 +4,8 @@ Numbers in the question are assigned to the numeric parameters in template order
 choice parameter takes the choice the question names. The model then checks the whole
 draft in a single forward pass; wherever it disagrees, decoding continues from there, so
 the result is exactly the constrained greedy answer, only cheaper when the draft is right.
+A free-text parameter ("a glass flower vase") has no draft: its value is left to the model
+(``None``, a hole the extractor decodes), while the numbers and choices around it are drafted.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _SPAN = re.compile(
 
 
 _WORDS = re.compile(r"[a-z%$€£]+", re.IGNORECASE)
+_ARTICLES = frozenset({"a", "an", "the", "some", "of"})
 
 
 def number_spans(question: str) -> list[str]:
@@ -75,14 +78,31 @@ def _score(slot: tuple[list[str], list[str]], span: tuple[list[str], list[str]],
     return score
 
 
-def draft_values(template: str, params: tuple[Param, ...], question: str) -> dict[str, str] | None:
-    """A guess of every parameter's span, or None when the aligner has no confident guess.
+def reads_as_number(param: Param) -> bool:
+    """A numeric parameter, or a text one whose value is an amount written loosely ("1 1/2", "two and a half"):
+    the draft reads both from the question's numbers."""
+    if param.choices is not None:
+        return False
+    if param.type in (int, float, Fraction):
+        return True
+    original = str(param.original or "").strip()
+    return param.type is str and bool(original) and number_spans(original) == [original]
+
+
+def is_free_text(param: Param) -> bool:
+    """A text parameter with no choices that is no amount: nothing in the question marks where it is but its words."""
+    return param.type is str and param.choices is None and not reads_as_number(param)
+
+
+def draft_values(template: str, params: tuple[Param, ...], question: str) -> dict[str, str | None] | None:
+    """A guess of every parameter's span (None for a free-text one, which the model reads), or None when the
+    aligner has no confident guess.
 
     Numbers are matched to numeric slots by the words around them in the template and in
     the question (a paraphrase keeps "mol" next to the amount of gas), then by order."""
     order = [f for _, f, _, _ in string.Formatter().parse(template) if f]
     by_name = {p.name: p for p in params}
-    numeric = [n for n in dict.fromkeys(order) if by_name[n].type in (int, float, Fraction) and by_name[n].choices is None]
+    numeric = [n for n in dict.fromkeys(order) if reads_as_number(by_name[n])]
     found = list(_SPAN.finditer(question))
     if len(found) < len(numeric):
         return None
@@ -93,7 +113,7 @@ def draft_values(template: str, params: tuple[Param, ...], question: str) -> dic
         words = {w.lower() for w in _WORDS.findall(by_name[name].description) if len(w) > 3}
         for j, span in enumerate(spans):
             pairs.append((-_score(slots[name], span, words), abs(i - j), i, j))
-    draft: dict[str, str] = {}
+    draft: dict[str, str | None] = {}
     used: set[int] = set()
     for _, _, i, j in sorted(pairs):
         name = numeric[i]
@@ -103,6 +123,9 @@ def draft_values(template: str, params: tuple[Param, ...], question: str) -> dic
     for param in params:
         if param.name in draft:
             continue
+        if is_free_text(param):
+            draft[param.name] = None
+            continue
         if param.choices is None:
             return None
         named = named_choice(param, question)
@@ -110,6 +133,29 @@ def draft_values(template: str, params: tuple[Param, ...], question: str) -> dic
             return None
         draft[param.name] = named
     return {p.name: draft[p.name] for p in params}
+
+
+def free_text_conflict(value: str, draft: dict[str, str | None]) -> str | None:
+    """Why the model's reading of a free-text slot cannot be that slot's value (None: it can). A description is
+    more than a number ("three" of "three paperback novels" is an amount cut short), and one thing the question
+    states fills one slot: the value must not repeat, hold or lie inside another slot's drafted value ("cups" read
+    as the ingredient of "two cups of butter" where the unit is "cups")."""
+    text = value.strip()
+    if not text or number_spans(text) == [text]:
+        return f"the model read {text!r}, a number, as a description"
+    if not any(w.lower() not in _ARTICLES for w in re.findall(r"[^\W\d_]+", text)):
+        return f"the model read {text!r}, which names nothing, as a description"
+    low = text.lower()
+    for name, drafted in draft.items():
+        other = (drafted or "").strip().lower()
+        if other and (_holds(other, low) or _holds(low, other)):
+            return f"the model read {text!r}, which holds the value of {name} ({drafted!r}), as a description"
+    return None
+
+
+def _holds(text: str, part: str) -> bool:
+    """``part`` occurs in ``text`` as whole words or a whole number (never "a" of "national" or "5" of "2.5")."""
+    return re.search(rf"(?<![\w.]){re.escape(part)}(?![\w]|\.\d)", text) is not None
 
 
 def named_choice(param: Param, question: str) -> str | None:

@@ -32,7 +32,7 @@ from edge_runtime.entries.metadata import EntryPoint, Param
 from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
 from edge_runtime.model.lm_engine import KVState, LMEngine
 from edge_runtime.outcome import MissReason, ServingPath
-from edge_runtime.read.draft import named_choice
+from edge_runtime.read.draft import free_text_conflict, named_choice
 from edge_runtime.read.json_constraint import JsonSlotsConstraint, SlotSpec
 from edge_runtime.read.mentions import same_value
 from edge_runtime.read.moved_phrase import restore_moved_phrase
@@ -259,12 +259,13 @@ class Extractor:
         engine = self.engine
         assert engine is not None
         draft = self.pack.draft(entry.template, entry.params, question) if self.use_draft else None
+        holes = draft is not None and None in draft.values()  # free text the model reads alone
         checked: dict[str, str] | None = None  # the draft spans whose values draft_check passed
         if self.on_disagreement == "miss":  # decided before any pass: only the draft can be served
             if draft is None:
                 raise ExtractionError(MissReason.EXTRACTION_FAILED, "the values could not be read from the question's "
                     "wording (a value may lie outside what this entry handles)")
-            if self.draft_check is not None:
+            if self.draft_check is not None and not holes:  # with free text the guard judges after the model's read
                 values = self._validate(entry, {p.name: draft[p.name] for p in entry.params}, question)
                 try:
                     refusal = self.draft_check(entry, question, values)
@@ -280,6 +281,9 @@ class Extractor:
         suffix_ids = engine.encode(suffix)
         slots = [_slot_spec(p, question) for p in entry.params]
         machine = JsonSlotsConstraint(engine, slots, question.strip())
+        if holes:
+            assert draft is not None
+            return self._read_free_text(entry, machine, state, suffix_ids, draft, t0, t1)
         passes = 0
         accepted = 0
         draft_ids: list[int] = []
@@ -323,6 +327,39 @@ class Extractor:
         passes += self._decode(machine, state, feed)[0]
         path = ServingPath.LM_DRAFT if draft is not None else ServingPath.LM
         return self._finish(machine, path, passes, accepted, len(draft_ids), t0, t1)
+
+    def _read_free_text(self, entry: EntryPoint, machine: JsonSlotsConstraint, state: KVState, feed: list[int],
+                        draft: dict[str, str | None], t0: float, t1: float) -> Extraction:
+        """A draft with free text: one pass verifies the drafted values up to a free-text value, the model reads
+        that value itself (a pass per token, copied from the question), one pass verifies the rest, and so on.
+        Numbers and choices are served only where the model agrees with the aligner (under ``"miss"``); free text,
+        which no aligner can place, has the model as its one reader, and the guard judges the whole reading after."""
+        engine = self.engine
+        assert engine is not None
+        values = [draft[p.name] for p in entry.params]
+        passes = accepted = drafted = 0
+        while not machine.done:
+            segment = machine.draft_tokens(values)
+            result = engine.forward(feed + segment, state)
+            passes += 1
+            took, diverged = self._verify(machine, segment, result.hidden[len(feed) - 1 :])
+            accepted, drafted = accepted + took, drafted + len(segment)
+            if diverged is None:
+                break
+            token, forced = diverged
+            if took == len(segment) and machine.in_value and values[machine.slot] is None:
+                slot = machine.slot
+                used, state, feed = self._decode(machine, result.state, [token] + forced, values_until=slot + 1)
+                passes += used
+                conflict = free_text_conflict(machine.values[slot], draft)
+                if conflict and self.on_disagreement == "miss":
+                    raise ExtractionError(MissReason.EXTRACTION_FAILED, conflict)
+                continue
+            if self.on_disagreement == "miss":
+                raise ExtractionError(MissReason.EXTRACTION_FAILED,
+                                      f"the model and the aligner disagree on {entry.params[_diverged_slot(machine)].name}")
+            passes += self._decode(machine, result.state.truncate(state.length + len(feed) + took), [token] + forced)[0]
+        return self._finish(machine, ServingPath.LM_DRAFT, passes, accepted, drafted, t0, t1)
 
     def _verify(
         self, machine: JsonSlotsConstraint, draft_ids: list[int], hidden_rows: np.ndarray

@@ -172,16 +172,19 @@ class JsonSlotsConstraint:
         self.done = self._slot == len(self.slots)
         self._forced = [] if self.done else self.tokens.encode(rest) if rest else []
 
-    def draft_tokens(self, values: Sequence[str]) -> list[int]:
-        """The full token sequence this machine would produce for ``values`` (forced and decided)."""
-        out: list[int] = self.tokens.encode('{"' + self.slots[0].name + '": "')
-        for i, value in enumerate(values):
-            closing = self._closing_text(i)
-            out += self.tokens.encode(value)
-            if i + 1 < len(self.slots):
-                out += self.tokens.encode(closing)
-            else:
-                out += self.tokens.encode(closing)[:1]
+    def draft_tokens(self, values: Sequence[str | None]) -> list[int]:
+        """The token sequence this machine would produce for ``values`` (forced and decided) from where it stands, a
+        value's start: on a fresh machine the whole answer. It stops after the opening of the first value that is
+        None (one the model reads itself: free text), so the model's reading of it starts where the tokens end."""
+        if self._value_ids:
+            raise RuntimeError("draft_tokens() called inside a value")
+        out: list[int] = list(self._forced)
+        for i in range(self._slot, len(self.slots)):
+            value = values[i]
+            if value is None:
+                break
+            closing = self.tokens.encode(self._closing_text(i))
+            out += self.tokens.encode(value) + (closing if i + 1 < len(self.slots) else closing[:1])
         return out
 
     def result(self) -> dict[str, str]:

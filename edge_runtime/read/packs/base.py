@@ -112,8 +112,9 @@ class ReadingPack(ABC):
         return None
 
     # ---- the model path --------------------------------------------------------------------------
-    def draft(self, template: str, params: tuple[Param, ...], question: str) -> dict[str, str] | None:
-        """The draft of every parameter's span for the model to verify in one pass, or None (no draft)."""
+    def draft(self, template: str, params: tuple[Param, ...], question: str) -> dict[str, str | None] | None:
+        """The draft of every parameter's span for the model to verify in one pass, or None (no draft); a
+        parameter drafted None is one the model reads alone (free text), the drafted ones around it still verified."""
         return None
 
     def manifest(self) -> dict[str, Any]:

@@ -106,5 +106,5 @@ class EnWordProblems(ReadingPack):
     def set_aside_counts(self, aside: disclaimers.SetAside, template: str) -> str | None:
         return disclaimers.counts_what_template_counts(aside, template)
 
-    def draft(self, template: str, params: tuple[Param, ...], question: str) -> dict[str, str] | None:
+    def draft(self, template: str, params: tuple[Param, ...], question: str) -> dict[str, str | None] | None:
         return draft.draft_values(template, params, question)
