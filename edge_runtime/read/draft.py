@@ -15,7 +15,7 @@ import string
 from fractions import Fraction
 
 from edge_runtime.entries.metadata import Param
-from edge_runtime.read.english_words import CARDINALS, MULTIPLIERS
+from edge_runtime.read.english_words import CARDINALS, FUNCTION_WORDS, IRREGULAR_FORMS, MULTIPLIERS
 from edge_runtime.read.values import DIGITS, DIGITS_END, SHARE_OF_POWER
 
 _NUMBER_WORDS = [*CARDINALS, *(
@@ -135,11 +135,12 @@ def draft_values(template: str, params: tuple[Param, ...], question: str) -> dic
     return {p.name: draft[p.name] for p in params}
 
 
-def free_text_conflict(value: str, draft: dict[str, str | None]) -> str | None:
+def free_text_conflict(value: str, draft: dict[str, str | None], question: str) -> str | None:
     """Why the model's reading of a free-text slot cannot be that slot's value (None: it can). A description is
-    more than a number ("three" of "three paperback novels" is an amount cut short), and one thing the question
-    states fills one slot: the value must not repeat, hold or lie inside another slot's drafted value ("cups" read
-    as the ingredient of "two cups of butter" where the unit is "cups")."""
+    more than a number ("three" of "three paperback novels" is an amount cut short), a whole phrase of the question
+    (not "salmon" of "frozen salmon fillets"), and one thing the question states fills one slot: the value must not
+    repeat, hold or lie inside another slot's drafted value ("cups" read as the ingredient of "two cups of butter"
+    where the unit is "cups")."""
     text = value.strip()
     if not text or number_spans(text) == [text]:
         return f"the model read {text!r}, a number, as a description"
@@ -150,7 +151,28 @@ def free_text_conflict(value: str, draft: dict[str, str | None]) -> str | None:
         other = (drafted or "").strip().lower()
         if other and (_holds(other, low) or _holds(low, other)):
             return f"the model read {text!r}, which holds the value of {name} ({drafted!r}), as a description"
+    if not _whole_phrase(question, text):
+        return f"the model read {text!r}, part of a longer name in the question, as a description"
     return None
+
+
+def _whole_phrase(question: str, text: str) -> bool:
+    """Somewhere in ``question``, ``text`` is not cut out of a run of naming words: the word right before it and the
+    word right after it (no punctuation between) are each a function word, a verb form ("going", "frozen", "sent") or
+    absent. "salmon" of "frozen salmon fillets" ends before "fillets", "glass" of "a glass flower vase" before
+    "flower": each names a part of the thing."""
+    for m in re.finditer(rf"(?<!\w){re.escape(text)}(?!\w)", question):
+        before = re.search(r"([^\W\d_]+)\s+$", question[: m.start()])
+        after = re.match(r"\s+([^\W\d_]+)", question[m.end():])
+        if all(w is None or _joins(w.group(1)) for w in (before, after)):
+            return True
+    return False
+
+
+def _joins(word: str) -> bool:
+    """A word that does not continue a name: a function word or a verb form."""
+    w = word.lower()
+    return w in FUNCTION_WORDS or w in IRREGULAR_FORMS or w.endswith(("ing", "ed"))
 
 
 def _holds(text: str, part: str) -> bool:

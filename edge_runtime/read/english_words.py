@@ -99,6 +99,13 @@ IRREGULAR_FORMS: dict[str, str] = {
     }.items() for form in forms.split()}
 
 
+#: Words that join phrases rather than name anything: a phrase of the question begins and ends next to one.
+FUNCTION_WORDS = frozenset("""a an the of for to and or but in on at by with from into onto as is are was were be been has
+have had do does did it its he she his her him they them their we our you your i my me this that these those there each
+every all any some many much more most less few how what which who whom when where if then than so not no also just
+can could will would should may might must per please""".split())
+
+
 def word_stem(word: str) -> str:
     """A stem that also takes verb endings off, so a verb asks the same in any tense ("planted", "plants" and
     "plant"; "bakes" and "baked"; "bought" and "buy"), and a noun in either number ("cookie", "cookies"; "feet",

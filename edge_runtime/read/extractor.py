@@ -351,7 +351,7 @@ class Extractor:
                 slot = machine.slot
                 used, state, feed = self._decode(machine, result.state, [token] + forced, values_until=slot + 1)
                 passes += used
-                conflict = free_text_conflict(machine.values[slot], draft)
+                conflict = free_text_conflict(machine.values[slot], draft, machine.question)
                 if conflict and self.on_disagreement == "miss":
                     raise ExtractionError(MissReason.EXTRACTION_FAILED, conflict)
                 continue

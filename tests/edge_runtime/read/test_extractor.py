@@ -904,6 +904,33 @@ def test_free_text_is_read_by_the_model_and_the_numbers_around_it_still_need_two
     assert checked == []  # the draft check cannot judge values the model has not read yet: the guard runs after IS2
 
 
+PARCEL_QUESTION = "What is the postage for a 23 kg parcel with frozen salmon fillets going to a local address?"
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("frozen salmon fillets", None),
+    ("a local address", "holds the value of zone"),  # the zone's drafted option: one stated thing fills one slot
+    ("local", "holds the value of zone"),
+    ("23", "a number"),
+    ("a", "names nothing"),
+    ("salmon", "part of a longer name"),  # "frozen salmon fillets" names the goods; "salmon" is cut out of it
+    ("frozen salmon", "part of a longer name"),
+    ("postage", None),  # a whole phrase of its own: the model's choice, which the free text has no second reader for
+])
+def test_a_free_text_reading_must_be_a_whole_description_of_its_own(value, why):
+    from edge_runtime.read.draft import free_text_conflict
+
+    conflict = free_text_conflict(value, {"weight": "23", "contents": None, "zone": "local"}, PARCEL_QUESTION)
+    assert (conflict is None) if why is None else (why in conflict)
+
+
+def test_a_text_amount_is_drafted_from_the_numbers_and_free_text_is_left_to_the_model(example_registry):
+    recipe = example_registry.entries["recipe-ingredient-scaling"]
+    draft = draft_values(recipe.template, recipe.params, "My recipe uses two and a half cups of dark chocolate for 6 "
+                         "servings. How many cups of dark chocolate for 15 servings?")
+    assert draft == {"quantity": "two and a half", "unit": "cups", "ingredient": None, "servings": "6", "wanted": "15"}
+
+
 def test_the_models_reading_is_not_spent_on_a_draft_the_guard_would_refuse(engine):
     asked = []
 
