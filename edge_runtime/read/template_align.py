@@ -28,7 +28,9 @@ match and stretches that differ. The path reads values only where that is unambi
 - a slot repeated in the template must read the same value everywhere;
 - a percent may not become another word or go ("5% more" → "0.05 times more" states another number);
 - no two template words may become the same word of the question ("15 for a hat" where the
-  template's hat keeps its name elsewhere gives "hat" two roles);
+  template's hat keeps its name elsewhere gives "hat" two roles), counting the words just before
+  and after the values ("he *ate* 2/4 of them" → "Keisha *bought* 2/4 of them" where she also
+  bought them: her purchase and what she ate become one act);
 - enough of the template's literal words must survive in order (``min_anchor_ratio``).
 
 Renames that reuse each other's words ("hat, scarf, sweater" → "beanie, hat, tunic") pull a word
@@ -472,8 +474,8 @@ def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tupl
     named: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
     for op, i1, i2, j1, j2 in opcodes:
         if any(t.startswith(fq.SLOT) for t in t_norm[i1:i2]):
-            continue
-        if op == "equal":
+            pairs = _around_values(t_norm[i1:i2], q_norm[j1:j2], vocab)
+        elif op == "equal":
             pairs = [((t,), (t,)) for t in t_norm[i1:i2]]
         elif op == "replace" and i2 - i1 == j2 - j1:  # word for word ("dollar pencils" → "dollar pens")
             pairs = [((t,), (q,)) for t, q in zip(t_norm[i1:i2], q_norm[j1:j2])]
@@ -499,6 +501,21 @@ def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tupl
     return all(len(v) == 1 for v in forward.values()) and not any(
         not set(other) & set(t) for t, q in named if len(q) > 1 and q[-1] not in frame and q[-1] not in t
         for other in backward.get((q[-1],), ()))
+
+
+def _around_values(t_words: Sequence[str], q_words: Sequence[str], vocab: AlignWords) -> list[tuple[tuple[str], tuple[str]]]:
+    """Word-for-word pairs of a stretch with slots: the words before its first slot and after its last, where the
+    question's stretch has as many words before its first number and after its last ("he *ate* {n}/{d} of them" →
+    "Keisha *bought* 2/4 of them": "ate" became "bought", which must then be no other template word's name)."""
+    slots = [k for k, t in enumerate(t_words) if t.startswith(fq.SLOT)]
+    numbers = [k for k, q in enumerate(q_words) if vocab.is_quantity(q)]
+    if not slots or not numbers:
+        return []
+    pairs: list[tuple[tuple[str], tuple[str]]] = []
+    for t, q in ((t_words[:slots[0]], q_words[:numbers[0]]), (t_words[slots[-1] + 1:], q_words[numbers[-1] + 1:])):
+        if len(t) == len(q):
+            pairs += [((a,), (b,)) for a, b in zip(t, q)]
+    return pairs
 
 
 def _read_stretch(slots: list[str], by_name: dict[str, Param], text: str, q_words: list[str], vocab: AlignWords, *,

@@ -173,6 +173,22 @@ def test_a_name_given_two_roles_declines():
     assert aligned_values(KNITTING, KNITTING_PARAMS, question) is None
 
 
+APPLES = ("Walter bought {apples} apples from the store. He ate {eaten} of them and gave his sister {share}% of the "
+          "remaining number. If he then sold the remaining apples at ${price} each, how much money did he receive?")
+APPLES_PARAMS = tuple(Param(name=n, description=n, type=float, original=o, minimum=0)
+                      for n, o in (("apples", 160), ("eaten", 40), ("share", 25), ("price", 3)))
+
+
+@pytest.mark.parametrize(("verb", "served"), [("ate", True), ("consumed", True), ("bought", False), ("sold", False)])
+def test_a_word_next_to_a_value_may_not_take_the_name_of_another_template_word(verb, served):
+    """Beside a slot as anywhere else, a reworded word ("ate" → "consumed") is a rename, but one that becomes another
+    word the template keeps ("ate" → "bought", where "bought 160 apples" stays) gives that word two roles."""
+    question = (f"Keisha bought 120 pears from the store. She {verb} 30 of them and gave her cousin 40% of the remaining "
+                "number. If she then sold the remaining pears at $5 each, how much money did she receive?")
+    read = aligned_values(APPLES, APPLES_PARAMS, question)
+    assert read == ({"apples": "120", "eaten": "30", "share": "40", "price": "5"} if served else None)
+
+
 SUPPLIES = ("Raphael bought {pens} pens which cost ${pen_cost} each and {books} notebooks which cost ${book_cost} each. "
             "How much did he spend on notebooks?")
 SUPPLIES_PARAMS = tuple(Param(name=n, description=n, type=float, original=o, minimum=0)
