@@ -258,6 +258,7 @@ class ReasoningGuard:
                               lambda m: same_value(m.values[0], value))
                 if again is not None:
                     used.add(again)
+                    read.repeats.append((name, again))
         return bound, unbound
 
     def _values_refusal(self, entry: EntryPoint, read: _Read, values: dict[str, Any], checks: dict[str, Any], *,
@@ -279,11 +280,12 @@ class ReasoningGuard:
             return (f"the values read for {crossed[0]!r} and {crossed[1]!r} each fit the other's place in the "
                     "template better than their own")
         # 1d. (a reworded question) a slot the template follows with a unit of measure is read from a number the
-        # question follows with another unit or a word of its own ("two servings" for "{grams} grams")
-        measured = (unit_refusal(entry.template, question, bound, mentions, subunits_only=not model_path, values=values)
-                    if cfg.check_units else None)
-        if measured is not None:
-            return measured
+        # question follows with another unit or a word of its own ("two servings" for "{grams} grams"), at each of
+        # its mentions ("for 3 weeks ... after 3 *days*" of a template that says "{weeks} weeks" both times)
+        for binding in (bound, *({name: i} for name, i in read.repeats)) if cfg.check_units else ():
+            if measured := unit_refusal(entry.template, question, binding, mentions, subunits_only=not model_path,
+                                        values=values):
+                return measured
         # a fraction the template writes in slots is one fraction of the question, not two numbers from apart
         # ("worth $1 each ... 2/5 times more" does not state {a}/{b} = 1/(2/5))
         for a, b in facts.fraction_pairs if cfg.check_values else ():
@@ -351,7 +353,6 @@ class ReasoningGuard:
         checks["missing_constants"] = missing
         if cfg.check_constants and missing:
             return f"the entry's reasoning uses {missing[0]!r}, which the question does not state"
-
         return None
 
     def _added_refusal(self, read: _Read, checks: dict[str, Any]) -> str | None:
@@ -378,7 +379,6 @@ class ReasoningGuard:
                 if item["restates"] is None:
                     return (f"the question states {item['text']!r}, a quantity the entry's reasoning does not use "
                             "(an added operation, unless the question says it does not count)")
-
         return None
 
     def _target_refusal(self, read: _Read, checks: dict[str, Any], *, model_path: bool) -> str | None:
@@ -488,6 +488,7 @@ class _Read:
     used: set[int] = field(default_factory=set)
     stated_words: list[str] = field(default_factory=list)  # fraction words a bound fraction states ("thirds")
     restating: list[tuple[int, int]] = field(default_factory=list)  # sentences that only restate a bound number
+    repeats: list[tuple[str, int]] = field(default_factory=list)  # further mentions of a slot the template repeats
     word_values: tuple[str, ...] = ()  # the values read for slots of words ("quarterly")
 
 #: A one-letter name inside a final question ("exit B", "Movie A"); not "I", and not a sentence's first word.

@@ -1001,3 +1001,23 @@ def test_a_final_question_about_another_lettered_thing_is_refused(path):
     for asked in ("How many students went out through exit B?", "How many students went out through exits B and C?"):
         refusal = check(entry, story + asked, values, path)
         assert refusal is not None and "entry's about C" in refusal
+
+
+COURSE = EntryPoint(
+    id="course", description="a course's fee", root="r",
+    template=("A pottery studio charges ${fee} per week for a course of {weeks} weeks. Clay is included. How much does "
+              "a student pay for {weeks} weeks?"),
+    params=(Param("fee", "fee per week in dollars", float, 30.0), Param("weeks", "weeks of the course", int, 6)),
+)
+
+
+def test_every_mention_of_a_repeated_slot_counts_the_slots_unit():
+    values = {"fee": 25.0, "weeks": 8}
+    reworded = ("For a course of 8 weeks a pottery studio charges $25 per week, clay included. What does a student pay "
+                "for those 8 weeks?")
+    assert check(COURSE, reworded, values) is None
+    # the second mention of the 8 counts days: another quantity, though it repeats the number
+    changed = ("A pottery studio charges $25 per week for a course of 8 weeks. Clay is included. How much does a "
+               "student pay for 8 days?")
+    refusal = check(COURSE, changed, values)
+    assert refusal is not None and "counts days" in refusal
