@@ -47,13 +47,13 @@ def free_port() -> int:
 
 
 def start_server(data_dir: Path, key_pub: Path, bundle: Path | None, model: Path | None, port: int,
-                 spin: bool = False, model_runs: int | None = None, rereads: bool = False) -> subprocess.Popen:
+                 spin: bool = False, model_runs: int | None = None, rereads: bool = True) -> subprocess.Popen:
     cmd = [str(REPO / ".venv" / "bin" / "arc-edge"), "serve", "--data-dir", str(data_dir), "--trust", str(key_pub),
            "--port", str(port)]
     if spin:
         cmd += ["--spin"]
-    if rereads:
-        cmd += ["--rereads"]
+    if not rereads:
+        cmd += ["--no-rereads"]
     if model_runs is not None:
         cmd += ["--model-runs", str(model_runs)]
     if bundle:
@@ -279,7 +279,8 @@ def main() -> None:
     parser.add_argument("--spin", action="store_true", help="serve with the model's threads busy-waiting (arc-edge serve --spin)")
     parser.add_argument("--model-runs", type=int, default=None,
                         help="forward passes of the model at once (arc-edge serve --model-runs; default: the server's)")
-    parser.add_argument("--rereads", action="store_true", help="serve with arc-edge serve --rereads")
+    parser.add_argument("--rereads", action=argparse.BooleanOptionalAction, default=True,
+                        help="serve with the device's rereads (default) or arc-edge serve --no-rereads")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -348,6 +349,7 @@ def main() -> None:
     figures["machine"] = f"{os.cpu_count()} cores"
     figures["recipe"] = recipe
     figures["spin"] = args.spin
+    figures["rereads"] = args.rereads
     figures["model_runs"] = args.model_runs if args.model_runs is not None else ModelOptions.model_runs
     if args.json:
         print(json.dumps(figures))

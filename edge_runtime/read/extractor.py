@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from edge_runtime.entries.metadata import EntryPoint, Param
-from edge_runtime.errors import ExtractionError, ParameterValidationError, TargetModelError
+from edge_runtime.errors import ExtractionError, LMDeadlineError, ParameterValidationError, TargetModelError
 from edge_runtime.model.lm_engine import KVState, LMEngine
 from edge_runtime.outcome import MissReason, ServingPath
 from edge_runtime.read.draft import free_text_conflict, named_choice
@@ -46,6 +46,8 @@ from edge_runtime.read.values import Quantity, parse_quantity
 
 #: The extraction prompt's system text of the default pack (a bundle's pack gives its own: ReadingPack.system_prompt).
 SYSTEM = ReadingPack.system_prompt
+#: How long a reread may take, waiting for an idle model included, before its question misses (alone: ~0.25 s p50).
+REREAD_SECONDS = 1.0
 
 
 @dataclass
@@ -175,7 +177,7 @@ class Extractor:
         self.impossible_rereads = impossible_rereads
         self.draft_check = draft_check
         self.pack = reading if reading is not None else load_pack(None)
-        self._rereading = threading.BoundedSemaphore(2)
+        self._rereading = threading.BoundedSemaphore(1)
         if engine is not None:
             template = (engine.root / "chat_template.jinja").read_text(encoding="utf-8") if (
                 engine.root / "chat_template.jinja"
@@ -304,11 +306,19 @@ class Extractor:
                 return _guarded(self._finish_spans({p.name: draft[p.name] for p in entry.params}, ServingPath.LM_DRAFT,
                                                    passes, accepted, len(draft_ids), t0, t1), checked)
             if self.on_disagreement == "miss":
+                # A reread spends spare capacity (a pass per token and a KV state of ~20 MB): one at a time, never
+                # waited for, its passes in the model's background lane (only while no other pass runs or waits).
+                # Under load it gives up after REREAD_SECONDS and the question misses, as without rereads.
                 if (self.impossible_rereads and self._draft_near_top(slots, question, draft_ids, hidden_rows)
-                        and self._draft_may_serve(entry, draft, question)):
-                    with self._rereading:  # each holds a KV state of ~20 MB: a few at a time bound the memory
-                        reread = self._reread(entry, question, slots, machine, state, suffix_ids, draft, draft_ids,
-                                              hidden_rows, accepted, diverged)
+                        and self._draft_may_serve(entry, draft, question) and self._rereading.acquire(blocking=False)):
+                    try:
+                        with engine.budget(time.monotonic() + REREAD_SECONDS, background=True):
+                            reread = self._reread(entry, question, slots, machine, state, suffix_ids, draft,
+                                                  draft_ids, hidden_rows, accepted, diverged)
+                    except LMDeadlineError:
+                        reread = None
+                    finally:
+                        self._rereading.release()
                     if reread is not None:
                         return _guarded(self._finish_spans({p.name: draft[p.name] for p in entry.params},
                                                            ServingPath.LM_REREAD, passes + reread, accepted,

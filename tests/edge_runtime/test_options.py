@@ -18,11 +18,12 @@ from edge_runtime.serving.server import ServeOptions, default_data_dir
 from edge_runtime.serving.upstream import UpstreamConfig
 
 #: Every flag ``arc-edge serve`` had when cli.py declared them by hand, with its default (scripts and docs use
-#: them: none may go or change its default).
+#: them: none may go or change its default, but for ``--rereads``, on by default since they run on spare capacity;
+#: ``--rereads`` alone still turns them on, and ``--no-rereads`` off).
 OLD_FLAGS = {
     "--bundle": [], "--model": None, "--address": "127.0.0.1", "--port": 50551, "--data-dir": None, "--trust": [],
     "--insecure-allow-unsigned": False, "--threads": 2, "--spin": False, "--model-runs": 2, "--workers": 2,
-    "--metrics-port": None, "--entry-timeout": 5.0, "--rereads": False, "--upstream-model": None,
+    "--metrics-port": None, "--entry-timeout": 5.0, "--rereads": True, "--upstream-model": None,
     "--upstream-base-url": None, "--upstream-timeout": 20.0, "--admin-socket": None, "--tls-cert": None,
     "--tls-key": None, "--client-ca": None, "--admin-address": None, "--reflection": False, "--accept-bundle": [],
     "--max-blob-bytes": 2 << 30, "--max-blob-store-bytes": 8 << 30, "--lm-max-prompt-tokens": 512,
@@ -31,8 +32,7 @@ OLD_FLAGS = {
     "--share-questions": False, "--device-id": "",
 }
 #: The old switches: given alone they turn something on.
-OLD_SWITCHES = {"--insecure-allow-unsigned", "--spin", "--rereads", "--reflection", "--upload-misses",
-                "--share-questions"}
+OLD_SWITCHES = {"--insecure-allow-unsigned", "--spin", "--reflection", "--upload-misses", "--share-questions"}
 
 
 def _serve_parser() -> argparse.ArgumentParser:
@@ -81,6 +81,7 @@ def test_flags_reach_their_branch(tmp_path):
     assert runtime.pool.lm_limits == LMLimits(call_seconds=3.0)
     assert runtime.trusted_keys == [bytes(32)] and runtime.accept_bundle_names == ("a", "b")
     assert runtime.data_dir == tmp_path and tree.server.bundles == [Path("x.arcb")]
+    assert from_flags(ServeOptions, _serve_parser().parse_args(["--no-rereads"])).runtime.pipeline.impossible_rereads is None
 
 
 def test_cli_declares_no_serve_flag_of_its_own():

@@ -845,6 +845,23 @@ def test_the_draft_is_served_where_the_models_only_disagreement_is_an_impossible
     assert served.forward_passes >= 2  # the verifying pass, then the model's own reading
 
 
+def test_a_reread_runs_on_spare_capacity_and_gives_way_to_other_requests(engine, monkeypatch):
+    """The reread's passes wait for an idle model; while another request's pass holds it past ``REREAD_SECONDS`` the
+    question misses as it would without rereads, and the model serves the others undisturbed."""
+    import edge_runtime.read.extractor as extractor_module
+
+    monkeypatch.setattr(extractor_module, "REREAD_SECONDS", 0.2)
+    reader = _ScriptedReader(engine, use_fast_path=False, impossible_rereads=2)
+    engine._run_slots.acquire(False, None)  # another request's pass is running
+    try:
+        with pytest.raises(ExtractionError) as busy:
+            reader.extract(RISE, RISE_QUESTION)
+    finally:
+        engine._run_slots.release(False)
+    assert busy.value.reason == "extraction_failed" and "disagree" in busy.value.detail
+    assert reader.extract(RISE, RISE_QUESTION).path == "lm-reread"  # the model idle again: the reread serves
+
+
 class _ReadsAnotherStatedNumber(_ScriptedReader):
     reading = {"price": "120", "years": "5"}  # "5% a year": a wrong reading, but one the question can have
 

@@ -1,4 +1,4 @@
-"""The runtime wires the model's re-read (edge_runtime/read/extractor.py ``impossible_rereads``, off by default) to its
+"""The runtime wires the model's re-read (edge_runtime/read/extractor.py ``impossible_rereads``, on by default) to its
 guard: the draft is served only where the guard would pass it, and without a guard there are no re-reads."""
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ def built(tmp_path_factory):
 @pytest.mark.parametrize("guard", [True, False])
 def test_rereads_ask_the_guard_and_are_off_without_one(tmp_path, built, guard):
     bundle, public = built
-    assert RuntimeOptions(data_dir=tmp_path).pipeline.impossible_rereads is None  # off unless asked for
+    assert RuntimeOptions(data_dir=tmp_path).pipeline.impossible_rereads == 2  # on unless turned off
     edge = create_server(RuntimeOptions(data_dir=tmp_path / "device", trusted_keys=[public],
-                                        pipeline=PipelineOptions(guard=guard, impossible_rereads=2)))
+                                        pipeline=PipelineOptions(guard=guard)))
     try:
         with EdgeClient(f"127.0.0.1:{edge.port}", admin_socket=edge.admin_socket) as client:
             client.activate(client.push(bundle).staged.bundle_id)
