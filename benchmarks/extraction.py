@@ -5,7 +5,8 @@ parameter's domain with a fixed seed):
 - ``examples_reparam``: the entry's own template with new values (the agent case: fast path);
 - ``examples_paraphrased``: the same values in wordings the entry has never seen (LM path).
 Latency: the LM path as a device serves it (``lm_path_p50_ms``: cached prompt prefix, the aligner's
-draft verified in one pass, served when the model agrees; p50 over the questions it served), every
+draft verified in one pass, served when the model agrees or its one disagreement is an impossible reading (the
+device's rereads, on by default); p50 over the questions it served), every
 question that reached the model (``agree_or_miss_p50_ms``), the decode policy (constrained decoding
 from the first disagreement, ``decode_policy_p50_ms``),
 the template fast path, and the naive baseline (whole prompt, no prefix reuse, unconstrained
@@ -47,6 +48,7 @@ from edge_runtime.entries.metadata import EntryPoint, Param  # noqa: E402
 from edge_runtime.entries.registry import Registry  # noqa: E402
 from edge_runtime.errors import ExtractionError  # noqa: E402
 from edge_runtime.model.lm_engine import LMEngine  # noqa: E402
+from edge_runtime.options import PipelineOptions  # noqa: E402
 from edge_runtime.read.extractor import Extractor  # noqa: E402
 from edge_runtime.read.prompt_variants import prompt_for  # noqa: E402
 from edge_runtime.route.embedder import OnnxSentenceEmbedder  # noqa: E402
@@ -175,6 +177,10 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+#: The device's serving policy for the model path (agree-or-miss, rereads as configured by default).
+DEVICE = PipelineOptions()
+
+
 def measure_recipe(artefact: Path, sets: dict, threads: int, naive: int, extra_sets: dict | None = None) -> dict[str, Any]:
     """Load one artefact and measure both model policies and the naive baseline on the same questions;
     ``extra_sets`` (name -> items) are answered as a device serves them (agree-or-miss) on the same engine."""
@@ -183,7 +189,7 @@ def measure_recipe(artefact: Path, sets: dict, threads: int, naive: int, extra_s
     prompt_parts = prompt_for(engine.manifest)  # the prompt this artefact's model reads (a tuned reader's is short)
     figures: dict[str, Any] = {"model_load_s": round(time.perf_counter() - start, 3), "accuracy": {}, "outcomes": {}}
     for policy in ("decode", "miss"):
-        lm = Extractor(engine, on_disagreement=policy)
+        lm = Extractor(engine, on_disagreement=policy, impossible_rereads=DEVICE.impossible_rereads if policy == "miss" else None)
         for entry, question, _ in sets["examples_paraphrased"][:: max(1, len(sets["examples_paraphrased"]) // 6)]:
             try:  # warm each entry's prompt prefix once
                 lm.extract(entry, question)
@@ -228,7 +234,7 @@ def measure_recipe(artefact: Path, sets: dict, threads: int, naive: int, extra_s
         engine.greedy(engine.encode(prefix + suffix), max_new_tokens=96, stop_ids=end)
         naive_ms.append((time.perf_counter() - start) * 1000)
     figures["naive_p50_ms"] = p50(naive_ms)
-    device = Extractor(engine, on_disagreement="miss")
+    device = Extractor(engine, on_disagreement="miss", impossible_rereads=DEVICE.impossible_rereads)
     for name, items in (extra_sets or {}).items():
         keys = []
         acc, outcomes = run_set(device, items, [], keys)
