@@ -50,9 +50,9 @@ class PipelineOptions:
         "miss", flag="--on-disagreement", choices=("miss", "decode"),
         help="where the model disagrees with the aligner's draft: miss, or serve the model's own reading "
              "(read/extractor.py)")
-    # Measured (docs/benchmarks.md, *Rereads on spare capacity*): on the GSM8K sets +73 right, 3 more changed
-    # questions served of ~7 000; a reread runs one at a time in the model's background lane, so under load it
-    # gives way (throughput at 16 clients 65.6 -> 54.5 req/s when it held a slot of its own, see the doc).
+    # Measured (docs/benchmarks.md, *Rereads on spare capacity*): on the GSM8K sets +73 right, 0 wrong, 5 more of
+    # 5 229 generated changed questions served; a reread runs one at a time in the model's background lane, so under
+    # load it gives way (throughput at 16 clients -13%, against -32% when rereads took foreground slots).
     impossible_rereads: int | None = option(
         REREAD_RANK, flag="--rereads", flag_default=True, convert=lambda on: REREAD_RANK if on else None,
         help="serve the aligner's draft where the model's only disagreement is an impossible reading, on the "

@@ -157,9 +157,8 @@ class Extractor:
         (it fills two slots with a number the question states once: "120" for the price and for the
         years of "three years ... $120") and differs from the draft only in those slots, the draft is
         served: the model's reading of everything else agrees, and its only disagreement is one no
-        reading of the question can have. None (default): off. Measured (docs/benchmarks.md): GSM-Plus +6
-        right, 0 wrong, no changed or unrelated question served; the model's own reading costs a pass per
-        token and a KV state, which on model-heavy loads costs throughput and memory the device goals need.
+        reading of the question can have. None: off (the device turns it on: options.PipelineOptions). The
+        model's own reading costs a pass per token and a KV state, so it runs on spare capacity (below).
         ``draft_check`` (the runtime passes its guard) says why the draft's values could not be served (None: they
         could). With ``"miss"`` it is asked before the model: what the model's agreement would serve is the draft, so
         a draft the guard refuses, or whose values are invalid, misses at once with the guard's or the validator's
