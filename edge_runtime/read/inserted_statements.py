@@ -5,7 +5,8 @@ sentences stand beside the reasoning ("The sky was clear."), but one that names 
 changes it without a digit ("None of the eggs are counted.", "The rest of the rolls are sold.", "Both of her
 neighbours bring the same number of pads."), and so do a word that repeats or adds an operation ("Then the whole
 thing happens again."), a span of time stated with an article ("She does the same every day for a week."), a
-comparison added ("60 meters *less* each sprint"), a word for its opposite ("sold" for "bought") and a rate per
+comparison added ("60 meters *less* each sprint"), what remains taken no more ("of the *used* pieces"), a word for
+its opposite ("sold" for "bought") and a rate per
 another period ("3 times a *month*" where the final question asks "a week"). Our generated probes of these
 (builder/eval/number_free_probe.py) were served 41% (tune) and 37% (check) of the time before these checks, about
 1% after. The things an entry counts are the naming words right after the numbers of its template
@@ -40,6 +41,9 @@ COMPARING_WORDS = frozenset({"more", "less", "fewer", "than"})
 _OPPOSITES = opposites()
 #: Words that point at a quantity of the story rather than say what happens to it ("the *rest* of the plants").
 _REFERRING = frozenset({"rest", "remaining", "remainder", "others"})
+#: Words that take what remains of a quantity ("3/4 of the *remaining* pieces", "the *other* half", "what is *left*"):
+#: fewer of them than the template writes and an operation takes another part ("3/4 of the *used* pieces").
+REMAINDER_WORDS = _REFERRING | {"remain", "remains", "remained", "left", "leftover", "leftovers", "other"}
 #: A period a rate is given per ("3 times *a week*", "*per* day", "*every* month").
 RATE_PERIOD = re.compile(rf"\b(?:per|a|an|each|every)\s+(?P<unit>{'|'.join(TIME_UNITS)})\b", re.IGNORECASE)
 _TOKEN = re.compile(r"\d+(?:st|nd|rd|th)\b|[a-z]+|\d+|[^\sa-z\d]")  # "19th" is an ordinal: it counts nothing
@@ -122,6 +126,7 @@ class TemplateWording:
     comparing: Counter[str]  # its comparing words, counted
     rate_periods: frozenset[str]  # the periods it gives a rate per ("a week")
     span_units: frozenset[str]  # the units of time it states a span of with an article ("for a week")
+    remainders: int = 0  # its REMAINDER_WORDS
 
     @classmethod
     def of(cls, template: str) -> TemplateWording:
@@ -130,7 +135,8 @@ class TemplateWording:
         return cls(counted_things(template), number_free_words(template), Counter(word_stem(w) for w in words),
                    Counter(w for w in words if w in COMPARING_WORDS),
                    frozenset(m["unit"].lower() for m in RATE_PERIOD.finditer(literal)),
-                   frozenset(m["unit"].lower() for m in ARTICLE_TIME_SPAN.finditer(literal)))
+                   frozenset(m["unit"].lower() for m in ARTICLE_TIME_SPAN.finditer(literal)),
+                   sum(w in REMAINDER_WORDS for w in words))
 
 
 def added_without_number(question: str, template: TemplateWording, template_words: frozenset[str]) -> str | None:
@@ -148,12 +154,15 @@ def added_without_number(question: str, template: TemplateWording, template_word
 
 def changed_in_words(question: str, template: TemplateWording) -> str | None:
     """Why the question changes a quantity by its words, or None: a comparing word more often than the template ("60
-    meters *less* each sprint"), a word in place of its opposite ("sold" for "bought", "younger" for "older":
+    meters *less* each sprint"), fewer words that take what remains ("3/4 of the *used* pieces" for "of the remaining
+    pieces"), a word in place of its opposite ("sold" for "bought", "younger" for "older":
     english_words.OPPOSITE_PAIRS), or a rate per another period beside the template's ("3 times a *month*" where the
     final question still asks "a week"; renamed throughout, the template's period would be gone)."""
     words = WORD.findall(question.lower())
     if more := sorted(Counter(w for w in words if w in COMPARING_WORDS) - template.comparing):
         return f"the question compares with {more[0]!r} where the entry's question does not"
+    if sum(w in REMAINDER_WORDS for w in words) < template.remainders:
+        return "the question takes what remains of a quantity fewer times than the entry's question (another part)"
     q_stems = Counter(word_stem(w) for w in words)
     for word in sorted(q_stems - template.stems):  # more often than in the template, its opposite less often
         if swapped := sorted(o for o in _OPPOSITES.get(word, ()) if q_stems[o] < template.stems[o]):

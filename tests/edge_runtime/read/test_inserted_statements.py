@@ -189,3 +189,22 @@ def test_the_rest_explains_nothing_but_may_be_said_again():
     assert statement_refusal(sold, counted_things(template), number_free_words(template), scan(sold)) is not None
     again = sold.replace("The rest of the plants are sold.", "The rest are flowering plants.")
     assert statement_refusal(again, counted_things(template), number_free_words(template), scan(again)) is None
+
+
+LOAVES = ("A bakery bakes {n} loaves. It sells {a} of them in the morning and donates {f} of the remaining loaves to a "
+          "shelter. How many loaves does it donate?")
+
+
+@pytest.mark.parametrize(("question", "refused"), [
+    ("A bakery bakes 90 loaves. It sells 30 of them in the morning and donates 1/2 of the sold loaves to a shelter. "
+     "How many loaves does it donate?", True),  # another part of the loaves
+    ("A bakery bakes 90 loaves. It sells 30 of them in the morning and donates 1/2 of the loaves to a shelter. "
+     "How many loaves does it donate?", True),  # of all of them
+    ("A bakery bakes 90 loaves. It sells 30 of them in the morning and donates 1/2 of the loaves left to a shelter. "
+     "How many loaves does it donate?", False),
+    ("A bakery bakes 90 loaves. In the morning 30 of them are sold, and 1/2 of the rest go to a shelter. How many "
+     "loaves does it donate?", False),
+])
+def test_an_operation_on_what_remains_may_not_take_another_part(question, refused):
+    said = changed_in_words(question, TemplateWording.of(LOAVES))
+    assert (said is not None and "what remains" in said) is refused
