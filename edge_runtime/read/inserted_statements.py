@@ -6,8 +6,8 @@ changes it without a digit ("None of the eggs are counted.", "The rest of the ro
 neighbours bring the same number of pads."), and so do a word that repeats or adds an operation ("Then the whole
 thing happens again."), a span of time stated with an article ("She does the same every day for a week."), a
 comparison added ("60 meters *less* each sprint"), what remains taken no more ("of the *used* pieces"), a word for
-its opposite ("sold" for "bought") and a rate per
-another period ("3 times a *month*" where the final question asks "a week"). Our generated probes of these
+its opposite ("sold" for "bought") and a rate per another period ("3 times a *month*" where the final question
+asks "a week"). Our generated probes of these
 (builder/eval/number_free_probe.py) were served 41% (tune) and 37% (check) of the time before these checks, about
 1% after. The things an entry counts are the naming words right after the numbers of its template
 and of the question (which may rename them). A number-free sentence of the template may be said again in other
