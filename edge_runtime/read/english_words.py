@@ -137,10 +137,20 @@ higher/lower heavier/lighter bigger/smaller larger/smaller earn/spend borrow/len
 arrive/leave enter/exit deposit/withdraw profit/loss earlier/later ahead/behind cheaper/costlier""".split())
 
 
+#: Verbs by the way a thing moves for whoever acts: to them ("buys", "gets", "earns") or away from them ("eats",
+#: "sells", "gives"). A verb of one way in place of one of the other reverses an operation as an opposite does ("She
+#: *ate* 2 slices" → "She *bought* 2 slices"); a rewording keeps the way ("ate" → "had", "consumed"). A trade moves
+#: goods one way and money the other, so its two sides are one act ("buys" / "spends", "sells" / "earns").
+TO_THEM = "buy get receive earn find collect gather pick win gain borrow".split()
+AWAY = "eat sell give spend lose throw donate lend drop waste".split()
+_ONE_TRADE = {("buy", "spend"), ("earn", "sell")}
+
+
 def opposites() -> dict[str, frozenset[str]]:
-    """Each word stem of ``OPPOSITE_PAIRS`` -> the stems of its opposites."""
+    """Each word stem of ``OPPOSITE_PAIRS`` and of the two ways of ``TO_THEM`` and ``AWAY`` -> the stems of its
+    opposites."""
     out: dict[str, set[str]] = {}
-    for a, b in OPPOSITE_PAIRS:
+    for a, b in (*OPPOSITE_PAIRS, *((a, b) for a in TO_THEM for b in AWAY if (a, b) not in _ONE_TRADE)):
         out.setdefault(word_stem(a), set()).add(word_stem(b))
         out.setdefault(word_stem(b), set()).add(word_stem(a))
     return {k: frozenset(v) for k, v in out.items()}

@@ -156,8 +156,9 @@ def changed_in_words(question: str, template: TemplateWording) -> str | None:
     """Why the question changes a quantity by its words, or None: a comparing word more often than the template ("60
     meters *less* each sprint"), fewer words that take what remains ("3/4 of the *used* pieces" for "of the remaining
     pieces"), a word in place of its opposite ("sold" for "bought", "younger" for "older":
-    english_words.OPPOSITE_PAIRS), or a rate per another period beside the template's ("3 times a *month*" where the
-    final question still asks "a week"; renamed throughout, the template's period would be gone)."""
+    english_words.OPPOSITE_PAIRS; or a verb that moves a thing the other way, "bought" for "ate": TO_THEM, AWAY), or a
+    rate per another period beside the template's ("3 times a *month*" where the final question still asks "a week";
+    renamed throughout, the template's period would be gone)."""
     words = WORD.findall(question.lower())
     if more := sorted(Counter(w for w in words if w in COMPARING_WORDS) - template.comparing):
         return f"the question compares with {more[0]!r} where the entry's question does not"

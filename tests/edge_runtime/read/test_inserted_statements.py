@@ -208,3 +208,15 @@ LOAVES = ("A bakery bakes {n} loaves. It sells {a} of them in the morning and do
 def test_an_operation_on_what_remains_may_not_take_another_part(question, refused):
     said = changed_in_words(question, TemplateWording.of(LOAVES))
     assert (said is not None and "what remains" in said) is refused
+
+
+@pytest.mark.parametrize(("question", "refused"), [
+    ("Lena had 12 plums. She ate 3 of them and sold 4. How many plums does she have now?", False),
+    ("Lena had 12 plums. She consumed 3 of them and sold 4. How many plums does she have now?", False),
+    ("Lena had 12 plums. She picked 3 of them and sold 4. How many plums does she have now?", True),
+    ("Lena had 12 plums. She ate 3 of them and collected 4. How many plums does she have now?", True),
+])
+def test_a_verb_that_moves_a_thing_the_other_way_is_refused(question, refused):
+    template = "Lena had {n} plums. She ate {a} of them and sold {b}. How many plums does she have now?"
+    said = changed_in_words(question, TemplateWording.of(template))
+    assert (said is not None and "where the entry's question says" in said) is refused
