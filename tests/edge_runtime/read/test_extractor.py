@@ -90,18 +90,13 @@ SHIP_TRUTH = {
 }
 SHIP_QUESTIONS = list(SHIP_TRUTH)
 
-CARGO = EntryPoint(
-    id="ship-goods",
-    description="Shipping boxes of some goods by a transport mode",
+CARGO = dataclasses.replace(  # SHIP with free text between its numbers
+    SHIP, id="ship-goods", description="Shipping boxes of some goods by a transport mode", root="ship goods",
     template="Ship {count} boxes of {goods} by {mode} within {days} days.",
     question="Ship 7 boxes of glass vases by air within 3 days.",
-    params=(
-        Param("count", "number of boxes", type=int, original=7, examples=(12,), minimum=1, maximum=100),
-        Param("goods", "what the boxes hold", type=str, original="glass vases", examples=("frozen fish",)),
-        Param("mode", "transport mode", type=str, original="air", examples=("sea",), choices=("air", "sea", "road")),
-        Param("days", "days allowed", type=int, original=3, examples=(5,), minimum=1, maximum=60),
-    ),
-    root="ship goods",
+    params=(SHIP.params[0], Param("goods", "what the boxes hold", type=str, original="glass vases",
+                                  examples=("frozen fish",)), SHIP.params[1],
+            Param("days", "days allowed", type=int, original=3, examples=(5,), minimum=1, maximum=60)),
 )
 #: the aligner's draft: free text ("goods") is left to the model (None)
 CARGO_TRUTH = {
