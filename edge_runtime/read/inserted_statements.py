@@ -5,11 +5,11 @@ sentences stand beside the reasoning ("The sky was clear."), but one that names 
 changes it without a digit ("None of the eggs are counted.", "The rest of the rolls are sold.", "Both of her
 neighbours bring the same number of pads."), and so do a word that repeats or adds an operation ("Then the whole
 thing happens again."), a span of time stated with an article ("She does the same every day for a week."), a
-comparison added ("60 meters *less* each sprint"), what remains taken no more ("of the *used* pieces"), a word for
-its opposite ("sold" for "bought") and a rate per another period ("3 times a *month*" where the final question
-asks "a week"). Our generated probes of these
-(builder/eval/number_free_probe.py) were served 41% (tune) and 37% (check) of the time before these checks, about
-1% after. The things an entry counts are the naming words right after the numbers of its template
+comparison added ("60 meters *less* each sprint"), what remains taken no more ("of the *used* pieces"), an amount
+for all in place of one for each ("$3 *in total*" for "$3 each"), a word for its opposite ("sold" for "bought")
+and a rate per another period ("3 times a *month*" where the final question asks "a week"). Our generated probes
+of these (builder/eval/number_free_probe.py) were served 41% (tune) and 37% (check) of the time before these
+checks, about 1% after. The things an entry counts are the naming words right after the numbers of its template
 and of the question (which may rename them). A number-free sentence of the template may be said again in other
 words ("Melanie sells vacuum cleaners door to door." for "Melanie is a door-to-door saleswoman.", a condition of
 the final question stated as a sentence), so a statement is refused only when it shares no word but the counted
@@ -46,6 +46,12 @@ _REFERRING = frozenset({"rest", "remaining", "remainder", "others"})
 REMAINDER_WORDS = _REFERRING | {"remain", "remains", "remained", "left", "leftover", "leftovers", "other"}
 #: A period a rate is given per ("3 times *a week*", "*per* day", "*every* month").
 RATE_PERIOD = re.compile(rf"\b(?:per|a|an|each|every)\s+(?P<unit>{'|'.join(TIME_UNITS)})\b", re.IGNORECASE)
+#: Words that give an amount for each one of something ("$3 *each*", "4 pads *a week*"), and phrases that give it for
+#: all of them together ("$3 *in total*"): an amount said for all where the template says it for each is another one.
+DISTRIBUTIVE = re.compile(rf"\b(?:each|per|every|apiece)\b|\b(?:a|an)\s+(?:{'|'.join(TIME_UNITS)})s?\b",
+                          re.IGNORECASE)
+TOTALLING = re.compile(r"\b(?:in total|altogether|all together|in all|combined|overall|for all of them)\b",
+                       re.IGNORECASE)
 _TOKEN = re.compile(r"\d+(?:st|nd|rd|th)\b|[a-z]+|\d+|[^\sa-z\d]")  # "19th" is an ordinal: it counts nothing
 _CLAUSE = re.compile(r"\s*[,;:]\s*|\s+(?=(?:and|but|so|then|while|yet)\b)", re.IGNORECASE)
 #: A counted thing is named within this many words after its number ("12 large brown eggs").
@@ -127,6 +133,8 @@ class TemplateWording:
     rate_periods: frozenset[str]  # the periods it gives a rate per ("a week")
     span_units: frozenset[str]  # the units of time it states a span of with an article ("for a week")
     remainders: int = 0  # its REMAINDER_WORDS
+    distributive: int = 0  # its DISTRIBUTIVE words
+    totalling: int = 0  # its TOTALLING phrases
 
     @classmethod
     def of(cls, template: str) -> TemplateWording:
@@ -136,7 +144,8 @@ class TemplateWording:
                    Counter(w for w in words if w in COMPARING_WORDS),
                    frozenset(m["unit"].lower() for m in RATE_PERIOD.finditer(literal)),
                    frozenset(m["unit"].lower() for m in ARTICLE_TIME_SPAN.finditer(literal)),
-                   sum(w in REMAINDER_WORDS for w in words))
+                   sum(w in REMAINDER_WORDS for w in words), len(DISTRIBUTIVE.findall(literal)),
+                   len(TOTALLING.findall(literal)))
 
 
 def added_without_number(question: str, template: TemplateWording, template_words: frozenset[str]) -> str | None:
@@ -155,15 +164,19 @@ def added_without_number(question: str, template: TemplateWording, template_word
 def changed_in_words(question: str, template: TemplateWording) -> str | None:
     """Why the question changes a quantity by its words, or None: a comparing word more often than the template ("60
     meters *less* each sprint"), fewer words that take what remains ("3/4 of the *used* pieces" for "of the remaining
-    pieces"), a word in place of its opposite ("sold" for "bought", "younger" for "older":
-    english_words.OPPOSITE_PAIRS; or a verb that moves a thing the other way, "bought" for "ate": TO_THEM, AWAY), or a
-    rate per another period beside the template's ("3 times a *month*" where the final question still asks "a week";
-    renamed throughout, the template's period would be gone)."""
+    pieces"), an amount for all where the template gives it for each ("$3 *in total*" for "$3 each"), a word in place
+    of its opposite ("sold" for "bought", "younger" for "older": english_words.OPPOSITE_PAIRS; or a verb that moves a
+    thing the other way, "bought" for "ate": TO_THEM, AWAY), or a rate per another period beside the template's ("3
+    times a *month*" where the final question still asks "a week"; renamed throughout, the template's period would
+    be gone)."""
     words = WORD.findall(question.lower())
     if more := sorted(Counter(w for w in words if w in COMPARING_WORDS) - template.comparing):
         return f"the question compares with {more[0]!r} where the entry's question does not"
     if sum(w in REMAINDER_WORDS for w in words) < template.remainders:
         return "the question takes what remains of a quantity fewer times than the entry's question (another part)"
+    if (len(TOTALLING.findall(question)) > template.totalling
+            and len(DISTRIBUTIVE.findall(question)) < template.distributive):
+        return "the question gives an amount for all of something where the entry's question gives it for each"
     q_stems = Counter(word_stem(w) for w in words)
     for word in sorted(q_stems - template.stems):  # more often than in the template, its opposite less often
         if swapped := sorted(o for o in _OPPOSITES.get(word, ()) if q_stems[o] < template.stems[o]):

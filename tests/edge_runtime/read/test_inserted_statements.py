@@ -220,3 +220,15 @@ def test_a_verb_that_moves_a_thing_the_other_way_is_refused(question, refused):
     template = "Lena had {n} plums. She ate {a} of them and sold {b}. How many plums does she have now?"
     said = changed_in_words(question, TemplateWording.of(template))
     assert (said is not None and "where the entry's question says" in said) is refused
+
+
+@pytest.mark.parametrize(("question", "refused"), [
+    ("Nell sells 40 mugs at $6 each and 12 bowls at $9 each. How much money does she make?", False),
+    ("Nell sells 40 mugs at $6 apiece and 12 bowls at $9 per bowl. How much money does she make in total?", False),
+    ("Nell sells 40 mugs at $6 in total and 12 bowls at $9 each. How much money does she make?", True),
+    ("Nell sells 40 mugs at $6 each and 12 bowls for $9 altogether. How much money does she make?", True),
+])
+def test_an_amount_for_all_where_the_template_gives_it_for_each_is_refused(question, refused):
+    template = "Nell sells {m} mugs at ${p} each and {b} bowls at ${q} each. How much money does she make?"
+    said = changed_in_words(question, TemplateWording.of(template))
+    assert (said is not None and "for all of something" in said) is refused
