@@ -27,6 +27,8 @@ match and stretches that differ. The path reads values only where that is unambi
   no value that becomes a share of something ("1 mile" → "1/3 of the total distance");
 - a slot repeated in the template must read the same value everywhere;
 - a percent may not become another word or go ("5% more" → "0.05 times more" states another number);
+- a unit may not become another unit in one place and keep its name in another ("2500 *kilometers* ... an
+  additional 4000 miles" of a template in miles: a conversion the reasoning does not make);
 - no two template words may become the same word of the question ("15 for a hat" where the
   template's hat keeps its name elsewhere gives "hat" two roles), counting the words just before
   and after the values ("he *ate* 2/4 of them" → "Keisha *bought* 2/4 of them" where she also
@@ -490,6 +492,11 @@ def _renames_one_to_one(t_norm: list[str], q_norm: list[str], opcodes: list[tupl
                 backward.setdefault(q, set()).add(t)
                 named.append((t, q))
     if not all(len(v) == 1 for v in backward.values()):
+        return False
+    # a unit is no paraphrase of another: "miles" read as "kilometers" in one place and kept in another is a
+    # conversion the reasoning does not make (renamed throughout, "oz" for "grams", it is the same reasoning)
+    if any(len({unit_of(q[0]) for q in images if len(q) == 1} - {None}) > 1
+           for t, images in forward.items() if len(t) == 1 and unit_of(t[0])):
         return False
     if not by_shape:
         return True

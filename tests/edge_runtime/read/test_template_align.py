@@ -557,3 +557,18 @@ AGE_PARAMS = tuple(Param(name=n, description=n, type=float, original=v, minimum=
 ])
 def test_a_comparison_word_is_not_renamed(question, values):
     assert aligned_values(AGES, AGE_PARAMS, question) == values
+
+
+JET = ("A jet travels {d} miles in {h} hours. At the same rate, how many additional hours would it take to travel "
+       "an additional {e} miles?")
+JET_PARAMS = (Param("d", "distance", int, 420), Param("h", "hours", int, 6), Param("e", "extra distance", int, 210))
+
+
+@pytest.mark.parametrize(("question", "read"), [
+    ("A jet travels 2500 kilometers in 5 hours. At the same rate, how many additional hours would it take to travel "
+     "an additional 4000 kilometers?", True),  # the unit renamed throughout: the same reasoning
+    ("A jet travels 2500 kilometers in 5 hours. At the same rate, how many additional hours would it take to travel "
+     "an additional 4000 miles?", False),  # one unit read as another where it keeps its name: a conversion
+])
+def test_a_unit_may_be_renamed_throughout_but_not_in_one_place(question, read):
+    assert (aligned_values(JET, JET_PARAMS, question) is not None) is read
