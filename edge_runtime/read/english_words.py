@@ -130,11 +130,12 @@ def word_stem(word: str) -> str:
 
 
 #: Words whose swap reverses a relation or an operation of a word problem ("sold" for "bought", "younger" for
-#: "older", "spends" for "earns"): one put in the other's place is never a rename. Each pair once, in base forms.
+#: "older", "spends" for "earns", "48 shirts *or* 110" for "and"): one put in the other's place is never a rename.
+#: Each pair once, in base forms.
 OPPOSITE_PAIRS: tuple[tuple[str, str], ...] = tuple(tuple(p.split("/")) for p in """buy/sell give/receive gain/lose
 win/lose add/remove increase/decrease more/fewer more/less older/younger faster/slower longer/shorter taller/shorter
 higher/lower heavier/lighter bigger/smaller larger/smaller earn/spend borrow/lend above/below before/after
-arrive/leave enter/exit deposit/withdraw profit/loss earlier/later ahead/behind cheaper/costlier""".split())
+arrive/leave enter/exit deposit/withdraw profit/loss earlier/later ahead/behind cheaper/costlier and/or""".split())
 
 
 #: Verbs by the way a thing moves for whoever acts: to them ("buys", "gets", "earns") or away from them ("eats",

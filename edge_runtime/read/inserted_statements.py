@@ -6,7 +6,8 @@ changes it without a digit ("None of the eggs are counted.", "The rest of the ro
 neighbours bring the same number of pads."), and so do a word that repeats or adds an operation ("Then the whole
 thing happens again."), a span of time stated with an article ("She does the same every day for a week."), a
 comparison added ("60 meters *less* each sprint"), what remains taken no more ("of the *used* pieces"), an amount
-for all in place of one for each ("$3 *in total*" for "$3 each"), a word for its opposite ("sold" for "bought")
+for all in place of one for each ("$3 *in total*" for "$3 each"), a change to an amount for a change by it
+("increased *to* $4"), a word for its opposite ("sold" for "bought", "or" for "and")
 and a rate per another period ("3 times a *month*" where the final question asks "a week"). Our generated probes
 of these (builder/eval/number_free_probe.py) were served 41% (tune) and 37% (check) of the time before these
 checks, about 1% after. The things an entry counts are the naming words right after the numbers of its template
@@ -52,6 +53,9 @@ DISTRIBUTIVE = re.compile(rf"\b(?:each|per|every|apiece)\b|\b(?:a|an)\s+(?:{'|'.
                           re.IGNORECASE)
 TOTALLING = re.compile(r"\b(?:in total|altogether|all together|in all|combined|overall|for all of them)\b",
                        re.IGNORECASE)
+#: A change stated as a difference ("increased *by* $4") or as the new amount ("increased *to* $4"): another number.
+_CHANGED = r"\b(?:increas|decreas|rais|reduc|ris|rose|grow|grew|drop|cut|lower|went up|went down|goes up|goes down)\w*"
+CHANGED_BY, CHANGED_TO = re.compile(_CHANGED + r"\s+by\b", re.I), re.compile(_CHANGED + r"\s+to\b", re.I)
 _TOKEN = re.compile(r"\d+(?:st|nd|rd|th)\b|[a-z]+|\d+|[^\sa-z\d]")  # "19th" is an ordinal: it counts nothing
 _CLAUSE = re.compile(r"\s*[,;:]\s*|\s+(?=(?:and|but|so|then|while|yet)\b)", re.IGNORECASE)
 #: A counted thing is named within this many words after its number ("12 large brown eggs").
@@ -135,6 +139,7 @@ class TemplateWording:
     remainders: int = 0  # its REMAINDER_WORDS
     distributive: int = 0  # its DISTRIBUTIVE words
     totalling: int = 0  # its TOTALLING phrases
+    changed_by: tuple[int, int] = (0, 0)  # its changes stated with "by" and with "to" (CHANGED_BY, CHANGED_TO)
 
     @classmethod
     def of(cls, template: str) -> TemplateWording:
@@ -145,7 +150,8 @@ class TemplateWording:
                    frozenset(m["unit"].lower() for m in RATE_PERIOD.finditer(literal)),
                    frozenset(m["unit"].lower() for m in ARTICLE_TIME_SPAN.finditer(literal)),
                    sum(w in REMAINDER_WORDS for w in words), len(DISTRIBUTIVE.findall(literal)),
-                   len(TOTALLING.findall(literal)))
+                   len(TOTALLING.findall(literal)),
+                   (len(CHANGED_BY.findall(literal)), len(CHANGED_TO.findall(literal))))
 
 
 def added_without_number(question: str, template: TemplateWording, template_words: frozenset[str]) -> str | None:
@@ -164,7 +170,8 @@ def added_without_number(question: str, template: TemplateWording, template_word
 def changed_in_words(question: str, template: TemplateWording) -> str | None:
     """Why the question changes a quantity by its words, or None: a comparing word more often than the template ("60
     meters *less* each sprint"), fewer words that take what remains ("3/4 of the *used* pieces" for "of the remaining
-    pieces"), an amount for all where the template gives it for each ("$3 *in total*" for "$3 each"), a word in place
+    pieces"), an amount for all where the template gives it for each ("$3 *in total*" for "$3 each"), a change to an
+    amount where the template's is by one ("increased *to* $4"), a word in place
     of its opposite ("sold" for "bought", "younger" for "older": english_words.OPPOSITE_PAIRS; or a verb that moves a
     thing the other way, "bought" for "ate": TO_THEM, AWAY), or a rate per another period beside the template's ("3
     times a *month*" where the final question still asks "a week"; renamed throughout, the template's period would
@@ -177,6 +184,9 @@ def changed_in_words(question: str, template: TemplateWording) -> str | None:
     if (len(TOTALLING.findall(question)) > template.totalling
             and len(DISTRIBUTIVE.findall(question)) < template.distributive):
         return "the question gives an amount for all of something where the entry's question gives it for each"
+    (t_by, t_to), by, to = template.changed_by, len(CHANGED_BY.findall(question)), len(CHANGED_TO.findall(question))
+    if (by < t_by and to > t_to) or (to < t_to and by > t_by):  # "increased *to* $4" for "increased by $4"
+        return "the question states a change as a new amount where the entry's states the difference, or the other way"
     q_stems = Counter(word_stem(w) for w in words)
     for word in sorted(q_stems - template.stems):  # more often than in the template, its opposite less often
         if swapped := sorted(o for o in _OPPOSITES.get(word, ()) if q_stems[o] < template.stems[o]):

@@ -232,3 +232,19 @@ def test_an_amount_for_all_where_the_template_gives_it_for_each_is_refused(quest
     template = "Nell sells {m} mugs at ${p} each and {b} bowls at ${q} each. How much money does she make?"
     said = changed_in_words(question, TemplateWording.of(template))
     assert (said is not None and "for all of something" in said) is refused
+
+
+@pytest.mark.parametrize(("question", "refused"), [
+    ("A shop has 48 grey shirts and 110 floral shirts. The price of each shirt was increased by $4. What is the price "
+     "of a shirt now?", False),
+    ("A shop has 48 grey shirts and 110 floral shirts. The price of each shirt went up by $4. What is the price of a "
+     "shirt now?", False),
+    ("A shop has 48 grey shirts or 110 floral shirts. The price of each shirt was increased by $4. What is the price "
+     "of a shirt now?", True),
+    ("A shop has 48 grey shirts and 110 floral shirts. The price of each shirt was increased to $4. What is the price "
+     "of a shirt now?", True),
+])
+def test_amounts_joined_or_changed_otherwise_are_refused(question, refused):
+    template = ("A shop has {g} grey shirts and {f} floral shirts. The price of each shirt was increased by ${d}. What is "
+                "the price of a shirt now?")
+    assert (changed_in_words(question, TemplateWording.of(template)) is not None) is refused
