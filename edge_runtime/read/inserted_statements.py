@@ -1,22 +1,20 @@
 """Operations a question adds without a number: a statement of its own about what the entry counts, a word.
 
 The guard accounts for every number a question states; a sentence without one passed that account. Most such
-sentences stand beside the reasoning ("The sky was clear."), but one that names a thing the reasoning counts
-changes it without a digit ("None of the eggs are counted.", "The rest of the rolls are sold.", "Both of her
-neighbours bring the same number of pads."), and so do a word that repeats or adds an operation ("Then the whole
-thing happens again."), a span of time stated with an article ("She does the same every day for a week."), a
-comparison added ("60 meters *less* each sprint"), what remains taken no more ("of the *used* pieces"), an amount
-for all in place of one for each ("$3 *in total*" for "$3 each"), a change to an amount for a change by it
-("increased *to* $4"), a word for its opposite ("sold" for "bought", "or" for "and")
-and a rate per another period ("3 times a *month*" where the final question asks "a week"). Our generated probes
-of these (builder/eval/number_free_probe.py) were served 41% (tune) and 37% (check) of the time before these
-checks, about 1% after. The things an entry counts are the naming words right after the numbers of its template
-and of the question (which may rename them). A number-free sentence of the template may be said again in other
-words ("Melanie sells vacuum cleaners door to door." for "Melanie is a door-to-door saleswoman.", a condition of
-the final question stated as a sentence), so a statement is refused only when it shares no word but the counted
-things with such a sentence ("None of the toothpicks are counted." is not "Her mom puts toothpicks in her
-sandwiches.").
-"""
+sentences stand beside the reasoning ("The sky was clear."), but one that names a thing the reasoning counts changes
+it without a digit ("None of the eggs are counted.", "The rest of the rolls are sold.", "Both of her neighbours
+bring the same number of pads."), and so do a word that repeats or adds an operation ("Then the whole thing happens
+again."), a span of time stated with an article ("She does the same every day for a week."), a comparison added ("60
+meters *less* each sprint"), what remains taken no more ("of the *used* pieces"), an amount for all in place of one
+for each ("$3 *in total*" for "$3 each"), a change to an amount for a change by it ("increased *to* $4"), a word for
+its opposite ("sold" for "bought", "or" for "and") and a rate per another period ("3 times a *month*" where the
+final question asks "a week"). Our generated probes of these (builder/eval/number_free_probe.py) were served 41%
+(tune) and 37% (check) of the time before these checks, about 1% after (the later rules: docs/benchmarks.md, with
+probes of their own). The things an entry counts are the naming words right after the numbers of its template and of
+the question (which may rename them). A number-free sentence of the template may be said again in other words
+("Melanie sells vacuum cleaners door to door." for "Melanie is a door-to-door saleswoman.", a condition of the final
+question stated as a sentence), so a statement is refused only when it shares no word but the counted things with
+such a sentence ("None of the toothpicks are counted." is not "Her mom puts toothpicks in her sandwiches.")."""
 
 from __future__ import annotations
 
@@ -171,11 +169,11 @@ def changed_in_words(question: str, template: TemplateWording) -> str | None:
     """Why the question changes a quantity by its words, or None: a comparing word more often than the template ("60
     meters *less* each sprint"), fewer words that take what remains ("3/4 of the *used* pieces" for "of the remaining
     pieces"), an amount for all where the template gives it for each ("$3 *in total*" for "$3 each"), a change to an
-    amount where the template's is by one ("increased *to* $4"), a word in place
-    of its opposite ("sold" for "bought", "younger" for "older": english_words.OPPOSITE_PAIRS; or a verb that moves a
-    thing the other way, "bought" for "ate": TO_THEM, AWAY), or a rate per another period beside the template's ("3
-    times a *month*" where the final question still asks "a week"; renamed throughout, the template's period would
-    be gone)."""
+    amount where the template's is by one ("increased *to* $4"), a word in place of its opposite ("sold" for
+    "bought", "younger" for "older", "or" for "and": english_words.OPPOSITE_PAIRS; or a verb that moves a thing the
+    other way, "bought" for "ate": TO_THEM, AWAY), or a rate per another period beside the template's ("3 times a
+    *month*" where the final question still asks "a week"; renamed throughout, the template's period would be
+    gone)."""
     words = WORD.findall(question.lower())
     if more := sorted(Counter(w for w in words if w in COMPARING_WORDS) - template.comparing):
         return f"the question compares with {more[0]!r} where the entry's question does not"
