@@ -135,7 +135,8 @@ def word_stem(word: str) -> str:
 OPPOSITE_PAIRS: tuple[tuple[str, str], ...] = tuple(tuple(p.split("/")) for p in """buy/sell give/receive gain/lose
 win/lose add/remove increase/decrease more/fewer more/less older/younger faster/slower longer/shorter taller/shorter
 higher/lower heavier/lighter bigger/smaller larger/smaller earn/spend borrow/lend above/below before/after
-arrive/leave enter/exit deposit/withdraw profit/loss earlier/later ahead/behind cheaper/costlier and/or""".split())
+arrive/leave enter/exit deposit/withdraw profit/loss earlier/later ahead/behind cheaper/costlier and/or
+same/different""".split())
 
 
 #: Verbs by the way a thing moves for whoever acts: to them ("buys", "gets", "earns") or away from them ("eats",

@@ -248,3 +248,11 @@ def test_amounts_joined_or_changed_otherwise_are_refused(question, refused):
     template = ("A shop has {g} grey shirts and {f} floral shirts. The price of each shirt was increased by ${d}. What is "
                 "the price of a shirt now?")
     assert (changed_in_words(question, TemplateWording.of(template)) is not None) is refused
+
+
+def test_the_same_rate_is_not_a_different_one():
+    template = "A jet travels {d} miles in {h} hours. At the same rate, how long would it take to travel {e} miles?"
+    changed = "A jet travels 500 miles in 2 hours. At a different rate, how long would it take to travel 900 miles?"
+    said = changed_in_words(changed, TemplateWording.of(template))
+    assert said is not None and "'different'" in said
+    assert changed_in_words(changed.replace("a different", "that same"), TemplateWording.of(template)) is None
