@@ -45,6 +45,11 @@ _REFERRING = frozenset({"rest", "remaining", "remainder", "others"})
 REMAINDER_WORDS = _REFERRING | {"remain", "remains", "remained", "left", "leftover", "leftovers", "other"}
 #: A period a rate is given per ("3 times *a week*", "*per* day", "*every* month").
 RATE_PERIOD = re.compile(rf"\b(?:per|a|an|each|every)\s+(?P<unit>{'|'.join(TIME_UNITS)})\b", re.IGNORECASE)
+#: A period said as an adverb ("earns $500 *weekly*") and any word that names a unit of time ("12 *days*").
+_PERIOD_ADVERBS = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month", "yearly": "year",
+                   "annually": "year", "mph": "hour", "kph": "hour"}
+_ADVERB = re.compile(rf"(?<![a-z])({'|'.join(_PERIOD_ADVERBS)})\b", re.I)  # "32MPH" too
+_TIME_WORD = re.compile(rf"\b(?P<unit>{'|'.join(TIME_UNITS)})s?\b|(?<![a-z])(?P<adverb>{'|'.join(_PERIOD_ADVERBS)})\b", re.I)
 #: Words that give an amount for each one of something ("$3 *each*", "4 pads *a week*"), and phrases that give it for
 #: all of them together ("$3 *in total*"): an amount said for all where the template says it for each is another one.
 DISTRIBUTIVE = re.compile(rf"\b(?:each|per|every|apiece)\b|\b(?:a|an)\s+(?:{'|'.join(TIME_UNITS)})s?\b",
@@ -132,12 +137,13 @@ class TemplateWording:
     number_free: frozenset[str]  # number_free_words
     stems: Counter[str]  # every word, as english_words.word_stem, counted
     comparing: Counter[str]  # its comparing words, counted
-    rate_periods: frozenset[str]  # the periods it gives a rate per ("a week")
+    rate_periods: frozenset[str]  # the periods it gives a rate per ("a week", "weekly"): rate_periods()
     span_units: frozenset[str]  # the units of time it states a span of with an article ("for a week")
     remainders: int = 0  # its REMAINDER_WORDS
     distributive: int = 0  # its DISTRIBUTIVE words
     totalling: int = 0  # its TOTALLING phrases
     changed_by: tuple[int, int] = (0, 0)  # its changes stated with "by" and with "to" (CHANGED_BY, CHANGED_TO)
+    time_units: frozenset[str] = frozenset()  # every unit of time it names: time_units()
 
     @classmethod
     def of(cls, template: str) -> TemplateWording:
@@ -145,11 +151,22 @@ class TemplateWording:
         words = WORD.findall(literal.lower())
         return cls(counted_things(template), number_free_words(template), Counter(word_stem(w) for w in words),
                    Counter(w for w in words if w in COMPARING_WORDS),
-                   frozenset(m["unit"].lower() for m in RATE_PERIOD.finditer(literal)),
+                   rate_periods(_SLOT.sub(" 0 ", template)),  # "an {n} hour day" is no rate "an hour"
                    frozenset(m["unit"].lower() for m in ARTICLE_TIME_SPAN.finditer(literal)),
                    sum(w in REMAINDER_WORDS for w in words), len(DISTRIBUTIVE.findall(literal)),
                    len(TOTALLING.findall(literal)),
-                   (len(CHANGED_BY.findall(literal)), len(CHANGED_TO.findall(literal))))
+                   (len(CHANGED_BY.findall(literal)), len(CHANGED_TO.findall(literal))), time_units(template))
+
+
+def rate_periods(text: str) -> frozenset[str]:
+    """The periods ``text`` gives a rate per: "3 times *a week*", "*per* day", "*every* month", "*weekly*"."""
+    return frozenset({m["unit"].lower() for m in RATE_PERIOD.finditer(text)}
+                     | {_PERIOD_ADVERBS[w.lower()] for w in _ADVERB.findall(text)})
+
+
+def time_units(text: str) -> frozenset[str]:
+    """Every unit of time ``text`` names, in any form ("12 *days*", "*daily*", "a *week*")."""
+    return frozenset((m["unit"] or _PERIOD_ADVERBS[m["adverb"].lower()]).lower() for m in _TIME_WORD.finditer(text))
 
 
 def added_without_number(question: str, template: TemplateWording, template_words: frozenset[str]) -> str | None:
@@ -171,9 +188,9 @@ def changed_in_words(question: str, template: TemplateWording) -> str | None:
     pieces"), an amount for all where the template gives it for each ("$3 *in total*" for "$3 each"), a change to an
     amount where the template's is by one ("increased *to* $4"), a word in place of its opposite ("sold" for
     "bought", "younger" for "older", "or" for "and": english_words.OPPOSITE_PAIRS; or a verb that moves a thing the
-    other way, "bought" for "ate": TO_THEM, AWAY), or a rate per another period beside the template's ("3 times a
-    *month*" where the final question still asks "a week"; renamed throughout, the template's period would be
-    gone)."""
+    other way, "bought" for "ate": TO_THEM, AWAY), or a rate per another period where a text names another unit of
+    time to relate it to ("3 times a *month*" where the final question still asks "a week"; "plants 6 tulips *a
+    week* ... after 12 days")."""
     words = WORD.findall(question.lower())
     if more := sorted(Counter(w for w in words if w in COMPARING_WORDS) - template.comparing):
         return f"the question compares with {more[0]!r} where the entry's question does not"
@@ -189,9 +206,11 @@ def changed_in_words(question: str, template: TemplateWording) -> str | None:
     for word in sorted(q_stems - template.stems):  # more often than in the template, its opposite less often
         if swapped := sorted(o for o in _OPPOSITES.get(word, ()) if q_stems[o] < template.stems[o]):
             return f"the question says {word!r} where the entry's question says {swapped[0]!r}"
-    q_periods = {m["unit"].lower() for m in RATE_PERIOD.finditer(question)}
-    t_periods = template.rate_periods
-    if q_periods - t_periods and t_periods & q_periods:
-        return (f"the question gives a rate per {sorted(q_periods - t_periods)[0]!r} beside the entry's per "
-                f"{sorted(t_periods & q_periods)[0]!r}")
+    # A rate per another period: renamed throughout ("3 times a *month* ... run a month?") it is the same reasoning
+    # only where neither text names another unit of time to relate it to ("4 pads *a month* ... every month" of "a
+    # week ... every month" is not; nor "plants 6 tulips *a week* ... after 12 days" of "a day ... after {n} days")
+    q_periods, t_periods = rate_periods(question), template.rate_periods
+    if q_periods != t_periods and not (len(template.time_units) == 1 == len(time_units(question))):
+        other = sorted(q_periods ^ t_periods)[0]
+        return f"the question gives a rate per {other!r}, another period than the entry's question"
     return None

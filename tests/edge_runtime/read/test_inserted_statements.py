@@ -258,3 +258,14 @@ def _refused(template: str, question: str, why: str = "") -> bool:
     """``changed_in_words`` refuses ``question`` against ``template``, saying ``why``."""
     said = changed_in_words(question, TemplateWording.of(template))
     return said is not None and why in said
+
+
+@pytest.mark.parametrize(("question", "refused"), [
+    ("Dan plants 6 tulips each day in his garden. After 12 days, how many tulips has he planted?", False),
+    ("Dan plants 6 tulips daily in his garden. After 12 days, how many tulips has he planted?", False),
+    ("Dan plants 6 tulips a week in his garden. After 12 days, how many tulips has he planted?", True),
+    ("Dan plants 6 tulips a week in his garden. After 12 weeks, how many tulips has he planted?", False),  # renamed
+])
+def test_a_rate_per_another_period_where_the_question_names_another_time_is_refused(question, refused):
+    template = "Dan plants {n} tulips a day in his garden. After {d} days, how many tulips has he planted?"
+    assert _refused(template, question, "another period") is refused
