@@ -148,12 +148,12 @@ class TemplateWording:
     @classmethod
     def of(cls, template: str) -> TemplateWording:
         literal = _SLOT.sub(" ", template)
+        numbered = _SLOT.sub(" 0 ", template)  # "an {n} hour day" is no rate "an hour"
         words = WORD.findall(literal.lower())
         return cls(counted_things(template), number_free_words(template), Counter(word_stem(w) for w in words),
-                   Counter(w for w in words if w in COMPARING_WORDS),
-                   rate_periods(_SLOT.sub(" 0 ", template)),  # "an {n} hour day" is no rate "an hour"
+                   Counter(w for w in words if w in COMPARING_WORDS), rate_periods(numbered),
                    frozenset(m["unit"].lower() for m in ARTICLE_TIME_SPAN.finditer(literal)),
-                   sum(w in REMAINDER_WORDS for w in words), len(DISTRIBUTIVE.findall(literal)),
+                   sum(w in REMAINDER_WORDS for w in words), len(DISTRIBUTIVE.findall(numbered)),
                    len(TOTALLING.findall(literal)),
                    (len(CHANGED_BY.findall(literal)), len(CHANGED_TO.findall(literal))), time_units(template))
 
