@@ -49,7 +49,7 @@ RATE_PERIOD = re.compile(rf"\b(?:per|a|an|each|every)\s+(?P<unit>{'|'.join(TIME_
 _PERIOD_ADVERBS = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month", "yearly": "year",
                    "annually": "year", "mph": "hour", "kph": "hour"}
 _ADVERB = re.compile(rf"(?<![a-z])({'|'.join(_PERIOD_ADVERBS)})\b", re.I)  # "32MPH" too
-_TIME_WORD = re.compile(rf"\b(?P<unit>{'|'.join(TIME_UNITS)})s?\b|(?<![a-z])(?P<adverb>{'|'.join(_PERIOD_ADVERBS)})\b", re.I)
+_TIME_UNIT = re.compile(rf"\b({'|'.join(TIME_UNITS)})s?\b", re.I)
 #: Words that give an amount for each one of something ("$3 *each*", "4 pads *a week*"), and phrases that give it for
 #: all of them together ("$3 *in total*"): an amount said for all where the template says it for each is another one.
 DISTRIBUTIVE = re.compile(rf"\b(?:each|per|every|apiece)\b|\b(?:a|an)\s+(?:{'|'.join(TIME_UNITS)})s?\b",
@@ -160,13 +160,17 @@ class TemplateWording:
 
 def rate_periods(text: str) -> frozenset[str]:
     """The periods ``text`` gives a rate per: "3 times *a week*", "*per* day", "*every* month", "*weekly*"."""
-    return frozenset({m["unit"].lower() for m in RATE_PERIOD.finditer(text)}
-                     | {_PERIOD_ADVERBS[w.lower()] for w in _ADVERB.findall(text)})
+    return frozenset({m["unit"].lower() for m in RATE_PERIOD.finditer(text)} | _adverb_periods(text))
 
 
 def time_units(text: str) -> frozenset[str]:
     """Every unit of time ``text`` names, in any form ("12 *days*", "*daily*", "a *week*")."""
-    return frozenset((m["unit"] or _PERIOD_ADVERBS[m["adverb"].lower()]).lower() for m in _TIME_WORD.finditer(text))
+    return frozenset({w.lower() for w in _TIME_UNIT.findall(text)} | _adverb_periods(text))
+
+
+def _adverb_periods(text: str) -> set[str]:
+    """The periods ``text`` names by an adverb ("*weekly*", "32*MPH*")."""
+    return {_PERIOD_ADVERBS[w.lower()] for w in _ADVERB.findall(text)}
 
 
 def added_without_number(question: str, template: TemplateWording, template_words: frozenset[str]) -> str | None:
