@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import re
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
@@ -32,13 +33,15 @@ from edge_runtime.execute.wire import _dumps_for_parent
 _WORKER: Importer | None = None
 
 
-def _worker_init(options: ImportOptions, memory_limit: int | None) -> None:
+def _worker_init(options: ImportOptions, memory_limit: int | None, scratch: str) -> None:
     """A pool worker runs third-party programs and registers candidate entries: it first gives up what
     the device's workers give up (edge_runtime/execute/confinement.py: no network, no new files, ``nobody``,
-    an empty directory, an address-space cap), after importing everything the import will need."""
+    an empty directory, an address-space cap), after importing everything the import will need.
+
+    Its empty directory lies inside the parent's ``scratch``, which the parent removes: a worker that
+    runs as ``nobody`` cannot remove its own directory from a sticky temporary directory."""
     global _WORKER
     import codecs
-    import tempfile
 
     import numpy.random  # noqa: F401 - the registry's embedder draws from it lazily
 
@@ -52,7 +55,7 @@ def _worker_init(options: ImportOptions, memory_limit: int | None) -> None:
     from edge_runtime.execute.confinement import enter_sandbox
 
     _WORKER = Importer(options)
-    workdir = tempfile.mkdtemp(prefix="arc-import-worker-")
+    workdir = tempfile.mkdtemp(prefix="worker-", dir=scratch)
     os.chmod(workdir, 0o777)
     enter_sandbox(memory_limit or (3 << 30), workdir, 2000, forkserver=False, cut_network=True)
 
@@ -287,8 +290,16 @@ def _results(todo: list[Transcript], options: ImportOptions, workers: int) -> It
         })
 
     n = 1 if workers <= 1 or len(todo) < 8 else workers
-    for t, result in confined_map(todo, _worker_run, accept, workers=n, initializer=_worker_init,
-                                  initargs=(options, 3 * 1024**3)):
+    with tempfile.TemporaryDirectory(prefix="arc-import-") as scratch:
+        yield from _checked(confined_map(todo, _worker_run, accept, workers=n, initializer=_worker_init,
+                                               initargs=(options, 3 * 1024**3, scratch)))
+
+
+def _checked(results: Iterator[tuple[Transcript, ImportResult | WorkerLost]]
+             ) -> Iterator[ImportResult]:
+    """A worker's answer stands only for its own transcript and only with a source that passes the
+    entry validator again here: a worker runs third-party code and is not trusted."""
+    for t, result in results:
         if not isinstance(result, WorkerLost) and (result.row, result.id) != (t.row, t.entry_id):
             # the id names the file the entry is written to: only the parent's own id is used
             result = WorkerLost("the worker answered for another transcript")
@@ -321,9 +332,10 @@ def audit_entries(out: RegistryDir, reference: ReferenceIndex, workers: int = 1,
         return reply[1]
 
     n = 1 if workers <= 1 or len(jobs) < 16 else workers
-    results = confined_map(jobs, _audit_run, accept, workers=n, initializer=_worker_init,
-                           initargs=(ImportOptions(), 3 * 1024**3))
-    return sum(1 for _, ok in results if ok is not True)
+    with tempfile.TemporaryDirectory(prefix="arc-import-") as scratch:
+        results = confined_map(jobs, _audit_run, accept, workers=n, initializer=_worker_init,
+                               initargs=(ImportOptions(), 3 * 1024**3, scratch))
+        return sum(1 for _, ok in results if ok is not True)
 
 
 def _audit_run(job: tuple[str, str, str, Any]) -> bytes:

@@ -120,12 +120,12 @@ def test_compile_entries_cli_compiles_through_the_confined_child(tmp_path):
     assert "parcel-shipping-cost" in printed and len(printed) == 6
 
 
-def _importer_worker_walls(conn) -> None:
+def _importer_worker_walls(conn, scratch: str) -> None:
     """What an import-pot pool worker can reach after its initializer ran."""
     from builder.pot_import.batch import _worker_init
     from builder.pot_import.verify import ImportOptions
 
-    _worker_init(ImportOptions(), 3 << 30)
+    _worker_init(ImportOptions(), 3 << 30, scratch)
     found = {"uid": os.getuid(), "env": sorted(os.environ)}
     try:
         open(os.path.join(REPO, "pyproject.toml"), "rb").close()
@@ -140,11 +140,11 @@ def _importer_worker_walls(conn) -> None:
     conn.send(found)
 
 
-def test_import_pot_workers_run_programs_behind_the_same_walls(monkeypatch):
+def test_import_pot_workers_run_programs_behind_the_same_walls(monkeypatch, tmp_path):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-secret")
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe()
-    process = ctx.Process(target=_importer_worker_walls, args=(child,))
+    process = ctx.Process(target=_importer_worker_walls, args=(child, str(tmp_path)))
     process.start()
     assert parent.poll(60)
     found = parent.recv()

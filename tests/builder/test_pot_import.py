@@ -4,6 +4,7 @@ CLI, and — when /work/shared/data is present — the first 40 GSM8K rows."""
 from __future__ import annotations
 
 import io
+import tempfile
 import json
 import textwrap
 from contextlib import redirect_stdout
@@ -430,7 +431,10 @@ def _write_jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def test_run_import_is_resumable_and_the_cli_prints_one_json_object(tmp_path):
+def test_run_import_is_resumable_and_the_cli_prints_one_json_object(tmp_path, monkeypatch):
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))  # the workers' directories land here
     questions = [
         ("Tom has 5 apples and buys 7 more. How many apples does he have?", "a = 5\nb = 7\nreturn a + b", 12),
         ("Ann has 4 cats and 3 dogs. How many pets does she have?", "cats = 4\ndogs = 3\nreturn cats * dogs", 7),
@@ -464,6 +468,7 @@ def test_run_import_is_resumable_and_the_cli_prints_one_json_object(tmp_path):
     assert sorted(r["row"] for r in rejections) == [1, 3]  # the resumed run did not decide row 1 again
     index = json.loads((out / "index.json").read_text())
     assert index["accepted"] == ["mini-0000", "mini-0002"]
+    assert list(temporary.iterdir()) == []  # no worker leaves its directory behind
 
 
 # ---------------------------------------------------------------------------------------------
