@@ -4,8 +4,8 @@ CLI, and — when /work/shared/data is present — the first 40 GSM8K rows."""
 from __future__ import annotations
 
 import io
-import tempfile
 import json
+import tempfile
 import textwrap
 from contextlib import redirect_stdout
 from pathlib import Path
