@@ -294,11 +294,11 @@ def main() -> None:
     else:
         model = target_model_dir("default")
     recipe = json.loads((Path(model) / "manifest.json").read_text())["recipe"]
-    bundle = hog_bundle(key, Path(model), Path(tempfile.mkdtemp(prefix="arc-hog-bundle-")))
-    fast_q, para_q = questions(bundle, public, args.requests)
     figures: dict = {"reference_pass_ms": reference_pass_ms(Path(model))}
     with tempfile.TemporaryDirectory(prefix="arc-serve-bench-") as tmp:
-        data_dir = Path(tmp)
+        bundle = hog_bundle(key, Path(model), Path(tmp) / "bundle")
+        fast_q, para_q = questions(bundle, public, args.requests)
+        data_dir = Path(tmp) / "device"
         port = free_port()
         setup = start_server(data_dir, public_path, bundle, model, port)  # stages, imports the model, activates
         wait_for_hit(f"127.0.0.1:{port}", fast_q[0], deadline_s=300)
