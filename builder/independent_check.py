@@ -30,7 +30,7 @@ from typing import Any
 from builder.gsm8k import is_close
 from builder.independent import IndependentProgram
 from builder.pot_import.matching import similarity
-from builder.pot_import.plan import ParamPlan, Plan, draw_values
+from builder.pot_import.plan import ParamPlan, Plan, draw_values, oracle_values
 from builder.pot_import.planner import plan_parameters
 from builder.pot_import.program import PalProgram, RunTimeout, close_to
 from builder.pot_import.transcripts import Rejected
@@ -87,12 +87,28 @@ class BoundProgram:
 
     def answer(self, params: Sequence[ParamPlan], values: Mapping[str, Any]) -> Any:
         """This program's answer to the variant where each of ``params`` takes ``values[name]``."""
+        return self.program.run(self._literals(params, values))
+
+    def poses(self, params: Sequence[ParamPlan], values: Mapping[str, Any]) -> bool:
+        """Whether the variant leaves whole every quotient this program computes whole on the original question
+        (:meth:`PalProgram.fractional_quotients`)."""
+        return _poses(self.program, self._literals(params, values))
+
+    def _literals(self, params: Sequence[ParamPlan], values: Mapping[str, Any]) -> dict[int, Any]:
         literals: dict[int, Any] = {}
         for p in params:
             natural = _natural(p, values[p.name])
             for q in self.params_for(p):
                 literals.update(q.literal_values(_from_natural(q, natural)))
-        return self.program.run(literals)
+        return literals
+
+
+def _poses(program: PalProgram, literals: dict[int, Any]) -> bool:
+    """``program`` on ``literals`` makes no quotient fractional that is whole on the original question."""
+    try:
+        return not (program.fractional_quotients(literals) - program.fractional_quotients())
+    except (Exception, RunTimeout):  # noqa: BLE001 - a program that fails poses nothing
+        return False
 
 
 def _natural(p: ParamPlan, value: Any) -> Any:
@@ -164,6 +180,7 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
     (``_rebinding_agrees``)."""
     params = list(plan.params)
     varied = [p for p in params if not p.free]
+    poses = _entry_poses(program, plan) if program is not None else None
     if not bound:
         return Verification(VerificationStatus.UNVERIFIED, "no independent program right on the original question")
     read = {id(b): [p for p in varied if b.reads(p)] for b in bound}
@@ -177,7 +194,7 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
     short: list[str] = []
     doubted: list[str] = []
     for b in checking:
-        compared, wrong = _compare(b, params, run_entry, _holding(plan, fixed_of[id(b)], rng), variants)
+        compared, wrong = _compare(b, params, run_entry, _holding(plan, fixed_of[id(b)], rng), variants, poses)
         if wrong:
             disagreeing.append((b, wrong))
         elif compared < variants:
@@ -228,7 +245,7 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
 
         # a program is asked only about a parameter it reads (or one the entry leaves free): varying one it
         # holds constant would set the two apart by construction
-        wrong = [why for why in (_compare(b, params, run_entry, one_changed, 3)[1] for b, _ in disagreeing
+        wrong = [why for why in (_compare(b, params, run_entry, one_changed, 3, poses)[1] for b, _ in disagreeing
                                  if p.name not in fixed_of[id(b)]) if why]
         if wrong:  # any disagreeing program that this parameter alone sets apart
             blamed.append(p.name)
@@ -384,10 +401,21 @@ def _holding(plan: Plan, fixed: Sequence[str], rng: random.Random) -> Callable[[
     return lambda: {**draw_values(plan, rng), **originals}
 
 
+def _entry_poses(program: PalProgram, plan: Plan) -> Callable[[dict[str, Any]], bool]:
+    """Whether the entry's own program finds a variant well posed (:meth:`BoundProgram.poses`)."""
+    return lambda values: _poses(program, oracle_values(plan.params, values))
+
+
 def _compare(b: BoundProgram, params: Sequence[ParamPlan], run_entry: RunEntry, draw: Callable[[], dict[str, Any]],
-             wanted: int) -> tuple[int, str]:
-    """(variants compared, the first disagreement or "")."""
+             wanted: int, poses: Callable[[dict[str, Any]], bool] | None = None) -> tuple[int, str]:
+    """(variants compared, the first disagreement or "").
+
+    With ``poses`` (the entry's side of :meth:`BoundProgram.poses`), a disagreement on a variant that leaves a whole
+    quotient fractional in either program is put aside: such a question has no agreed answer ("7.5 pairs of
+    glasses"), and two right programs may round it apart. It counts again when the well-posed variants run out
+    before ``wanted`` agree, so a program that disagrees on the drawn values is never an agreement by default."""
     compared = 0
+    aside = ""
     for _ in range(4 * wanted):
         if compared >= wanted:
             break
@@ -403,9 +431,15 @@ def _compare(b: BoundProgram, params: Sequence[ParamPlan], run_entry: RunEntry, 
             continue
         if _no_whole_answer(expected, got):
             continue
-        compared += 1
         if not is_close(expected, got, AGREEMENT_TOLERANCE):
-            return compared, f"the entry answers {expected!r}, {b.source} {got!r} for {values}"
+            why = f"the entry answers {expected!r}, {b.source} {got!r} for {values}"
+            if poses is not None and not (poses(values) and b.poses(params, values)):
+                aside = aside or why
+                continue
+            return compared + 1, why
+        compared += 1
+    if aside and compared < wanted:
+        return compared + 1, aside
     return compared, ""
 
 

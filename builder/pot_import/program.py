@@ -8,6 +8,7 @@ builtins under a time budget, because the program is untrusted code.
 from __future__ import annotations
 
 import ast
+import copy
 import keyword
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -167,6 +168,70 @@ class PalProgram:
             exec(code, namespace)  # noqa: S102 - validated AST, reduced builtins, time budget
             return namespace["solution"]()
 
+
+    def fractional_quotients(self, values: dict[int, Any] | None = None) -> frozenset[int]:
+        """The divisions (``/`` and ``//``, numbered in source order) whose quotient is not a whole number on a run
+        with ``values``; raises what the program raises.
+
+        Why: a question's numbers are chosen so that what it counts comes out whole ("16 glasses, every second
+        one"); values that leave a quotient fractional where the original question's is whole ask a question
+        with no agreed answer (7.5 pairs of glasses), on which two right programs may round apart."""
+        found: set[int] = set()
+
+        def quotient(index: int, floor: bool, a: Any, b: Any) -> Any:
+            exact = a / b
+            if isinstance(exact, (int, float)) and not float(exact).is_integer():
+                found.add(index)
+            return a // b if floor else exact
+
+        traced = self._traced()
+        values = values or {}
+        try:
+            for lid, value in values.items():
+                self.literals[lid].node.value = value
+            code = compile(traced, "<pal program>", "exec")
+        finally:
+            for lid in values:
+                self.literals[lid].node.value = self._defaults[lid]
+        namespace: dict[str, Any] = {"__builtins__": dict(SAFE_BUILTINS), "__name__": "pal_program",
+                                     _QUOTIENT: quotient}
+        with deadline(self.timeout):
+            exec(code, namespace)  # noqa: S102 - the validated tree with its divisions wrapped
+            namespace["solution"]()
+        return frozenset(found)
+
+    def _traced(self) -> ast.Module:
+        """The program with every ``a / b`` and ``a // b`` calling the tracer; its literal nodes are the program's
+        own, so that ``run``'s literal replacement reaches it."""
+        memo: dict[int, Any] = {id(lit.node): lit.node for lit in self.literals}
+        tree = copy.deepcopy(self.tree, memo)
+        count = 0
+
+        class Wrap(ast.NodeTransformer):
+            def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+                nonlocal count
+                self.generic_visit(node)
+                if not isinstance(node.op, (ast.Div, ast.FloorDiv)):
+                    return node
+                count += 1
+                call = ast.Call(ast.Name(_QUOTIENT, ast.Load()), [ast.Constant(count), ast.Constant(
+                    isinstance(node.op, ast.FloorDiv)), node.left, node.right], [])
+                return ast.copy_location(call, node)
+
+            def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+                self.generic_visit(node)
+                if not isinstance(node.op, (ast.Div, ast.FloorDiv)) or not isinstance(node.target, ast.Name):
+                    return node
+                load = ast.Name(node.target.id, ast.Load())
+                value = self.visit_BinOp(ast.BinOp(load, node.op, node.value))
+                return ast.copy_location(ast.Assign([node.target], value), node)
+
+        Wrap().visit(tree)
+        return ast.fix_missing_locations(tree)
+
+
+#: The name a traced program calls for each division (not a name a validated program can write: dunder-like).
+_QUOTIENT = "__arc_quotient__"
 
 _FOLDABLE = (ast.BinOp, ast.UnaryOp, ast.Constant, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod,
              ast.USub, ast.UAdd)

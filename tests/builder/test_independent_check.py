@@ -16,7 +16,7 @@ from builder.pot_import.batch import run_import
 from builder.pot_import.program import PalProgram
 from builder.pot_import.verify import Importer, ImportOptions
 from builder.worked_solution import WORKED_SOLUTION
-from tests.builder.test_pot_import import load_entry, transcript
+from tests.builder.test_pot_import import load_entry, program, transcript
 
 PENS = "Sam buys 2 packs of pens. Each pack has 4 pens. How many pens does he have?"
 RIGHT = "packs = 2\npens_per_pack = 4\nreturn packs * pens_per_pack"
@@ -210,6 +210,40 @@ def test_a_counting_answer_and_a_fraction_are_not_compared(importer: Importer) -
     assert set(result.info["params"]) == {"apples_per_box", "boxes", "per_pack"}
     assert result.info["verification"]["status"] in ("verified", "unverified")
     assert "disagree" not in result.info["verification"]["detail"]
+
+
+GLASSES = ("Kylar buys 16 glasses. One glass costs $5, but every second glass costs only 60% of the price. "
+           "How much does he pay?")
+#: Two right programs that part only where the count is odd: pairs as a whole number, or as a fraction.
+GLASSES_BY_PAIRS = "glasses = 16\nprice = 5\npercent = 60\nreturn glasses // 2 * price + glasses / 2 * price * percent / 100"
+GLASSES_BY_HALVES = IndependentProgram("second", as_solution(
+    "n = 16\nprice = 5\npercent = 60\nans = n / 2 * price + n / 2 * price * percent / 100"))
+
+
+def test_variants_that_leave_a_whole_count_fractional_are_not_compared(importer: Importer) -> None:
+    """15 glasses leave 7.5 pairs, a question with no agreed answer: two right programs that round it apart must not
+    freeze the count; on even counts they agree, and the entry is verified with every number."""
+    result = importer.import_one(with_independent(transcript(GLASSES, GLASSES_BY_PAIRS, 64), GLASSES_BY_HALVES))
+    assert result.accepted, result.detail
+    assert result.info["verification"]["status"] == "verified", result.info["verification"]
+    assert set(result.info["params"]) == {"glasses", "price", "percent"}
+    assert not result.info["frozen"]
+
+
+def test_a_disagreement_on_well_posed_variants_still_freezes(importer: Importer) -> None:
+    """The rule skips only fractional counts: a program right by coincidence on the original ("every second glass"
+    read as 8 glasses, whatever the count) disagrees on even counts and loses the count as before."""
+    coincidence = "glasses = 16\nprice = 5\npercent = 60\nreturn 8 * price + 8 * price * percent / 100"
+    result = importer.import_one(with_independent(transcript(GLASSES, coincidence, 64), GLASSES_BY_HALVES))
+    assert "glasses" not in result.info.get("params", [])
+
+
+def test_fractional_quotients_names_the_divisions_a_run_leaves_fractional() -> None:
+    pairs = PalProgram(program(GLASSES, GLASSES_BY_PAIRS))
+    assert pairs.fractional_quotients() == frozenset()
+    odd = pairs.fractional_quotients({pairs.literals[0].id: 15})
+    assert len(odd) == 3  # both halvings of 15 (the one rounded down counts as well) and the discount on 7.5 glasses
+    assert pairs.run({pairs.literals[0].id: 15}) == 7 * 5 + 7.5 * 5 * 60 / 100
 
 
 def test_as_solution_reads_both_program_shapes_and_refuses_the_rest() -> None:
