@@ -38,7 +38,14 @@ from dataclasses import dataclass
 
 from edge_runtime.read.english_words import NUMBER_WORDS, ONES, SCALES, TENS, word_stem
 from edge_runtime.read.measures import unit_of
-from edge_runtime.read.question_words import STOP_WORDS, WORD, final_sentence, people
+from edge_runtime.read.question_words import (
+    STOP_WORDS,
+    WORD,
+    compound_modifiers,
+    final_sentence,
+    fixed_compounds,
+    people,
+)
 from edge_runtime.read.values import MONTH_DAYS, TIME_UNITS
 
 #: Words that pose a question or count, not what it asks for ("how many", "what is the number of", "calculate"), and
@@ -49,6 +56,8 @@ _FRAME = frozenset("""how what which who whom whose when where why number amount
 #: An instruction's verb before what it asks ("*Calculate* the total cost", "*Work out* how much"): a lead, not content.
 _INSTRUCTION = re.compile(r"\s*(?:please\s+)?(?:calculate|compute|find|determine|figure\s+out|work\s+out)\b\s*", re.IGNORECASE)
 _PRONOUNS = frozenset("he she it they him her them his its their hers theirs".split())
+#: Verbs that frame what is asked rather than name it ("does he *need* to work", "were they *able* to make").
+_MODAL = frozenset("need needs needed able want wants wanted going have has had get gets got".split())
 _SO_FAR = re.compile(r"\bso\s+far\b")
 _NUMBER = re.compile(r"[#$\d\x00]")
 _QUESTION_WORD = re.compile(r"\b(?:how|what|which|who|whom|whose|calculate|compute|find|determine)\b", re.IGNORECASE)
@@ -97,6 +106,7 @@ class AskedWords:
     phrase_words: frozenset[str]  # stems of its final sentence's words in a noun phrase ("the *baked goods*")
     each: str  # how its final sentence asks about each one ("how much will *each donut* cost", "*each of* them"), or ""
     plain_final: str  # its final sentence in lower case, contractions spelled out
+    story_compounds: frozenset[tuple[str, str]]  # the names its story always gives things (question_words.fixed_compounds)
 
     @classmethod
     def of(cls, text: str, stated: re.Pattern[str] | None = None) -> AskedWords:
@@ -140,7 +150,8 @@ class AskedWords:
         asked = {word_stem(w): w for w in _asked_thing(asked_text) if w not in names}
         each = _EACH.search(_plain(" . ".join([asked_text, *condition_texts])))
         return cls(asking, conditions, frozenset(pronouns), asked, frozenset(story), frozenset(_words(final, names)),
-                   _subject(asked_text), _phrase_words(final), each.group(0).strip(" ?.!") if each else "", _plain(final))
+                   _subject(asked_text), _phrase_words(final), each.group(0).strip(" ?.!") if each else "", _plain(final),
+                   fixed_compounds(text, word_stem))
 
 
 def _first_number(clause: str, stated: re.Pattern[str] | None) -> re.Match[str] | None:
@@ -233,14 +244,26 @@ def asking_change(t: AskedWords, question: str, word_values: Sequence[str] = ())
     if kept_aside and not stands_in:
         return (f"the question's final sentence no longer asks with {next(iter(kept_aside.values()))!r}, which its story "
                 "still names")
+    # what it asks with replaced by words of its own that neither story names, more than one ("how much money does he
+    # *take in from sales*" for "how much money does he *lose*"): a rewording says it again in a word or keeps one
+    dropped = [word for w, word in t.asking.items()
+               if w not in q.asking and w != t.subject and word not in _MODAL and not _named_apart(word)]
+    own = [word for w, word in q.asking.items() if w not in t.final and w not in t.story and w not in q.story]
+    if dropped and len(own) >= 2:
+        return (f"the question's final sentence asks with {', '.join(map(repr, own))} in place of {dropped[0]!r}: "
+                "another quantity than the entry's")
+    # a word that names a thing of the entry's final sentence more fully, as its story does ("the *board* game" for
+    # "the game" where the story buys a board game), asks about the same thing
+    fuller = compound_modifiers(t.story_compounds, q_final, t.final, word_stem)
     # a condition of the question's own narrows what is asked, even in the story's words ("After the second week")
-    added = [word for w, word in q.conditions.items() if w not in t.final]
+    added = [word for w, word in q.conditions.items() if w not in t.final and w not in fuller]
     if added:
         return f"the question's final sentence adds a condition with {added[0]!r}, which the entry's does not state"
     asks = {**q.asking, **q.conditions} if t.conditions else q.asking
     # a noun in the place of the template's pronoun names whom it stood for ("will *the printer* print" for "will it")
     referent = q.subject if t.pronouns and not t.subject else ""
-    given = [word for w, word in asks.items() if w not in t.final and w in t.story and w != referent and not _named_apart(word)]
+    given = [word for w, word in asks.items()
+             if w not in t.final and w in t.story and w != referent and w not in fuller and not _named_apart(word)]
     if given:
         return f"the question's final sentence asks with {given[0]!r}, which the entry's story states as given"
     unnamed = sorted(word for w, word in q.asked.items()

@@ -56,7 +56,9 @@ from edge_runtime.read.mentions import shares_value as _shares_value
 from edge_runtime.read.question_words import (
     WORD,
     asked_noun,
+    compound_modifiers,
     content_words,
+    fixed_compounds,
     match_people,
     modifier_change,
     more_people,
@@ -175,9 +177,8 @@ class ReasoningGuard:
         """The verdict with every check's findings, for a question whose values ``path`` read."""
         if path == "template":
             return Verdict(None, {})
-        # The aligned path has compared the final question word by word already, renames included
-        # ("How many kiwis does Joe have?" for "How many bananas does John have?"), which this
-        # content-word overlap cannot tell from another target.
+        # The aligned path has compared the final question word by word already, renames included ("How many kiwis
+        # does Joe have?" for "How many bananas does John have?"), which this content-word overlap cannot tell apart.
         return self._verdict(entry, question, values, model_path=path != "aligned")
 
     # The entry's side, computed once per entry.
@@ -411,9 +412,8 @@ class ReasoningGuard:
         if cfg.check_roles and set(t_labels) != set(q_labels):
             return (f"the question's final question asks about {', '.join(q_labels) or 'no label'}, the entry's about "
                     f"{', '.join(t_labels) or 'no label'}")
-        # The unit it asks in: "how many *minutes*" of an entry that answers in hours (measures.asked_unit_change)
-        # (up to the first given, as the template's asks: a unit asked after a given, "how much do 5 pens cost, in
-        # cents", is not seen here; the template's final question is cut at its first slot the same way)
+        # The unit it asks in: "how many *minutes*" of an entry that answers in hours (measures.asked_unit_change), up
+        # to the first given as the template's is cut at its first slot ("how much do 5 pens cost, in cents": not seen)
         unit = asked_unit_change(read.facts.literal, template_asks, question, asking_text) if cfg.check_units else None
         if unit is not None:
             return f"the question asks for its answer in {unit!r}, a unit the entry's question does not ask in"
@@ -457,7 +457,7 @@ class ReasoningGuard:
                 return f"the question's final question ({asked!r}) differs from the entry's ({template_target!r})"
             if (traded := renamed_role_asked(read.facts.literal, question) if self.phrase_rules and cfg.check_roles else None):
                 return f"the question asks about {traded!r}, which its statements name in place of another of the entry's"
-            asking = content_words(asking_text)
+            asking = content_words(asking_text) - compound_modifiers(fixed_compounds(read.facts.literal), asking_text, t_words)
             given = sorted((asking - t_words) & template_words)
             checks["target"]["given_words"] = given
             if model_path and cfg.model_path_reversal_words is not None and len(given) >= cfg.model_path_reversal_words:

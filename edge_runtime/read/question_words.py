@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from edge_runtime.read.english_words import plural_stem
 
@@ -20,7 +21,8 @@ in on at by with from into onto over under about after before during per each ev
 most less few own other another same such so as if when while what which who whom whose how why where
 you your we our us i me my not no nor only also just too very again further once here out up down off
 total number amount altogether together left remaining many much
-""".split())
+mr mrs ms dr
+""".split())  # the titles of a name ("Mr. Tanaka") are part of the name, not a word of what is asked
 WORD = re.compile(r"[a-z]+")
 
 
@@ -31,8 +33,33 @@ def content_words(text: str) -> set[str]:
     return {stem(w) for w in WORD.findall(text.lower().replace("’", "'").replace("'s", "")) if w not in STOP_WORDS and len(w) > 1}
 
 
-#: A sentence ends at . ? ! followed by a capital, a digit or a quote ("vs. calories" and "lbs. by" go on).
-_SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z0-9\"'“‘$])|\n+")
+def fixed_compounds(text: str, stemmer: Callable[[str], str] = stem) -> frozenset[tuple[str, str]]:
+    """Stems of two words side by side where the second never comes without the first in the story (``text`` but its
+    final question): the name a story always gives a thing ("canvas bags", "a board game"), not one kind among others
+    ("red apples and green apples")."""
+    start, end = final_sentence(text)
+    words = [stemmer(w) for w in WORD.findall((text[:start] + " . " + text[end:]).lower())]
+    before: dict[str, set[str]] = {}
+    for i, word in enumerate(words):
+        before.setdefault(word, set()).add(words[i - 1] if i else "")
+    return frozenset((next(iter(a)), b) for b, a in before.items() if len(a) == 1 and "" not in a)
+
+
+def compound_modifiers(story_compounds: frozenset[tuple[str, str]], asking: str, asked: set[str] | frozenset[str],
+                       stemmer: Callable[[str], str] = stem) -> set[str]:
+    """Stems of the asking's words that modify, right before it, a word the entry asks with (``asked``), where the
+    entry's story always names that thing so (``story_compounds``, :func:`fixed_compounds`): "how much profit did she
+    earn on her *canvas* bags", where the story sells "canvas bags" and the entry asks about "her bags", names the
+    same thing more fully, not a given it asks about instead."""
+    words = [stemmer(w) for w in WORD.findall(asking.lower())]
+    return {a for a, b in zip(words, words[1:]) if b in asked and (a, b) in story_compounds}
+
+
+#: A sentence ends at . ? ! followed by a capital, a digit or a quote ("vs. calories" and "lbs. by" go on), not at
+#: the full stop of a title before a name ("Mr. Tanaka", "Dr. Lee": the final question "how much capital does
+#: Mr. Tanaka have" is one sentence).
+_TITLES = ("Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "Prof", "Mt")
+_SENTENCE = re.compile("".join(rf"(?<!\b{t}\.)" for t in _TITLES) + r"(?<=[.?!])\s+(?=[A-Z0-9\"'“‘$])|\n+")
 
 
 def sentences(text: str) -> list[tuple[int, int]]:

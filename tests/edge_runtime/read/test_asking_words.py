@@ -60,6 +60,16 @@ LOAVES = "A baker makes # loaves of bread a day. How many loaves does the baker 
     # a word for what it asks that neither story names: another quantity than the template's (profit, not takings)
     (CAKES, "Ann bakes 4 cakes, 3 pies and 9 cookies. Each cake sells for $5. If Ann sells all the baked goods, how "
             "much profit does she earn?", "profit"),
+    # what it asks with replaced by words of its own, more than one: another quantity (money taken in, not lost)
+    ("Adam has $#. He buys rocks for $# each and sells them for $# each. If he only sells #% of them, how much money "
+     "does he lose?", "Adam has $100. He buys rocks for $5 each and sells them for $7 each. If he only sells 60% of "
+     "them, how much money does he take in from sales?", "lose"),
+    # a kind of the thing the story names among others ("red" apples of red and green ones): a part, not all
+    ("Ann picks # red apples and # green apples. How many apples does she pick?",
+     "Ann picks 5 red apples and 7 green apples. How many red apples does she pick?", "red"),
+    ("Ann buys a toy car for $#, a puzzle for $# and a ball for $#. How much does she spend on the car and the "
+     "ball?", "Ann buys a toy car for $5, a puzzle for $7 and a ball for $3. How much does she spend on the toy car "
+     "and the puzzle?", "puzzle"),
 ])
 def test_a_final_sentence_that_asks_with_other_words_of_the_story_is_refused(template, question, word):
     refusal = asking_word_change(template, question)
@@ -92,6 +102,25 @@ def test_a_final_sentence_that_asks_with_other_words_of_the_story_is_refused(tem
     # a past tense for the present: the same verb
     (TREES.replace("plants", "planted").replace("does he have", "did he have"),
      "Omar plants 4 pear trees a week in his orchard. After 6 weeks, how many pear trees does he have if 3 died?"),
+    # the full name the story always gives a thing the template's final sentence names shortly ("the game" of a story
+    # with a board game), in the asking or in a condition
+    ("Dora wants a rope that costs $#, a board game that costs $# and a ball that costs $#. She has $#. How much more "
+     "money does Dora need to buy the rope, the game, and the ball?",
+     "Dora wants a rope that costs $5, a board game that costs $12 and a ball that costs $3. She has $9. How much more "
+     "money does Dora need to buy the rope, the board game, and the ball?"),
+    ("Tara bought # packs of # canvas bags for $# each. She sold them for $# each. How much profit did she earn on her "
+     "bags?", "Tara bought 3 packs of 6 canvas bags for $4 each. She sold them for $9 each. How much profit did she "
+     "earn on her canvas bags?"),
+    # what it asks with said again in one word, or by other words around a verb that only frames what is asked
+    ("Adam has $#. He buys rocks for $# each and sells them for $# each. If he only sells #% of them, how much money "
+     "does he lose?", "Adam has $100. He buys rocks for $5 each and sells them for $7 each. If he only sells 60% of "
+     "them, what is his loss?"),
+    ("Ed owes $#. He earns $# an hour. How many hours does he need to work?",
+     "Ed owes $900. He earns $15 an hour. How many hours must he work to accumulate enough money to settle it?"),
+    # a title is part of a name, and its full stop does not end the final question
+    ("Mr. Josue had $# in capital. A bank lent him $#. If he had $# in capital, how much capital does he have now?",
+     "Mr. Tanaka had $1500 in capital. A bank lent him $19500. If Mr. Tanaka had $1500 in capital, how much capital "
+     "does Mr. Tanaka have now?"),
 ])
 def test_a_final_sentence_reworded_or_renamed_throughout_passes(template, question):
     assert asking_word_change(template, question) is None

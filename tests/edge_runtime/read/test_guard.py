@@ -408,6 +408,25 @@ def test_a_final_question_narrowed_to_a_given_in_its_plural_is_refused_on_the_mo
     assert check(WAGES, story + "How much money did Priya make in April?", values, "lm-draft") is None
 
 
+BAGS = EntryPoint(
+    id="bags", description="profit on painted bags", root="r", answer_key="answer",
+    template=("Tara bought {packs} packs of {per_pack} canvas bags for ${cost} each. She painted them and sold them at a "
+              "craft fair for ${price} each. How much profit did she earn on her bags?"),
+    params=(Param("packs", "packs", int, 3, minimum=0), Param("per_pack", "bags a pack", int, 6, minimum=0),
+            Param("cost", "cost a bag", int, 4, minimum=0), Param("price", "price a bag", int, 9, minimum=0)),
+)
+
+
+def test_the_full_name_the_story_gives_a_thing_is_not_a_given_asked_about():
+    """"her *canvas* bags" where the story sells canvas bags and the entry asks about "her bags": the same thing, named
+    more fully; a word the story uses for another thing is still a given asked about."""
+    values = {"packs": 12, "per_pack": 10, "cost": 8, "price": 13}
+    story = "Keisha bought 12 packs of 10 canvas bags for $8 each. She painted them and sold them at a craft fair for $13 each. "
+    assert check(BAGS, story + "How much profit did she earn on her canvas bags?", values, "lm-draft") is None
+    refusal = check(BAGS, story + "How much profit did she earn on her packs?", values, "lm-draft")
+    assert refusal is not None and "pack" in refusal
+
+
 PETS = EntryPoint(
     id="pets", description="a month of pet food", root="r", answer_key="answer",
     template=("Jen got {pets} hamsters. They each need ${food} worth of food a day. How much does she spend on food for "
