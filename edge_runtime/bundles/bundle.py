@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from edge_runtime.answer.verification import VerificationStatus
 from edge_runtime.bundles.blob_store import artefact_digest
 from edge_runtime.entries.metadata import EntryPoint, entry_from_dict
-from edge_runtime.entries.source_analysis import params_run_reads
+from edge_runtime.entries.source_analysis import numbers_written, params_run_reads
 from edge_runtime.entries.validator import validate_source
 from edge_runtime.errors import (
     ArcError,
@@ -502,6 +502,7 @@ def _check_entries(
             read = params_run_reads(tree)
             if read is not None:
                 entry = replace(entry, unread=frozenset(p.name for p in entry.params) - read)
+            entry = replace(entry, numbers=numbers_written(tree))
             entries[entry_id] = entry
         except (ArcError, KeyError, TypeError, ValueError) as exc:
             raise BundleFormatError(f"{where}: entry {entry_id!r} metadata is invalid: {exc}") from exc

@@ -163,10 +163,16 @@ class EntryPoint:
     #: on ("80 pop in the first 30 seconds"). The device tells them from the compiled code
     #: (``source_analysis.params_run_reads``), never from a manifest; the model path need not agree on them.
     unread: frozenset[str] = frozenset()
+    #: The numbers the compiled reasoning writes as constants (``source_analysis.numbers_written``, told by the device
+    #: from the code as ``unread`` is), or None where not told: a month the template names counts its days only when
+    #: the reasoning writes them.
+    numbers: frozenset[float] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", tuple(self.params))
         object.__setattr__(self, "unread", frozenset(self.unread))
+        if self.numbers is not None:
+            object.__setattr__(self, "numbers", frozenset(float(n) for n in self.numbers))
         minimum = _optional_number(self.answer_minimum, f"entry {self.id!r}: answer_minimum")
         object.__setattr__(self, "answer_minimum", minimum)
         names = [p.name for p in self.params]

@@ -122,3 +122,17 @@ def _bound_names(node: ast.stmt) -> set[str]:
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return {(a.asname or a.name).split(".")[0] for a in node.names}
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def numbers_written(tree: ast.Module) -> frozenset[float]:
+    """The numbers a compiled module's functions write as constants (``days_in_june = 30``), not its ``ENTRY``'s.
+
+    Why: a question may rename what the reasoning never computes with ("in *September*" for "in May" where the
+    reasoning adds two months' spending), and only the code tells that it never wrote the month's 31 days."""
+    found: set[float] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            for statement in node.body:
+                found |= {float(n.value) for n in ast.walk(statement) if isinstance(n, ast.Constant)
+                          and isinstance(n.value, (int, float)) and not isinstance(n.value, bool)}
+    return frozenset(found)

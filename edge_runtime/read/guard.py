@@ -183,7 +183,7 @@ class ReasoningGuard:
 
     # The entry's side, computed once per entry.
     def _template(self, entry: EntryPoint) -> TemplateFacts:
-        key = (entry.template, tuple(p.unit or "" for p in entry.params))
+        key = (entry.template, tuple(p.unit or "" for p in entry.params), entry.numbers)
         cached = self._templates.get(key)
         if cached is None:
             cached = template_facts(entry, self._scan, phrase_rules=self.phrase_rules)

@@ -79,7 +79,8 @@ def template_facts(entry: EntryPoint, scan: Callable[[str], Sequence[Mention]], 
             after_slot[(before[-1], after)] = m.group(1)
     return TemplateFacts(
         literal, constants, slots, words, frozenset(WORD.findall(literal.lower())),
-        months=tuple(months_named(literal).items()) if phrase_rules else (),
+        months=tuple((month, days) for month, days in months_named(literal).items()
+                     if entry.numbers is None or days in entry.numbers) if phrase_rules else (),
         target=target,
         fraction_pairs=re.findall(r"\{(\w+)\}\s*/\s*\{(\w+)\}", template),
         worded_numerators={name: word.lower() for name, word in re.findall(rf"\{{(\w+)\}}[\s-]+({PARTS})", template)},

@@ -8,6 +8,7 @@ than taken from edge_runtime.bundles.bundle, so the reader is also checked again
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 import struct
@@ -25,6 +26,7 @@ from edge_runtime.bundles.bundle import read_bundle
 from edge_runtime.entries.compiler import LoadedCompiledEntry, compile_entry
 from edge_runtime.entries.metadata import entry_to_dict
 from edge_runtime.entries.registry import Registry
+from edge_runtime.entries.source_analysis import numbers_written
 from edge_runtime.errors import BundleError, BundleFormatError, IntegrityError, SignatureError
 from tests.edge_runtime.entries.test_compiler import IGNORES_C
 from tests.fakes import ScriptedTargetLM
@@ -303,6 +305,9 @@ def test_the_reader_tells_unread_parameters_from_the_compiled_code(compiled, sig
     bundle = read_bundle(write_raw_bundle(manifest, payload, signer[0]), trusted_keys=[signer[1]])
     assert bundle.entries["total"].unread == {"c"}
     assert all(not bundle.entries[c.entry.id].unread for c in compiled)
+    # the numbers the reasoning writes come from the code as well (what a month the template names is checked by)
+    assert bundle.entries["total"].numbers == numbers_written(ast.parse(ignores.source))
+    assert all(bundle.entries[c.entry.id].numbers == numbers_written(ast.parse(c.source)) for c in compiled)
     whole = re.sub(r"def run\(ctx, params\):\n(.|\n)*", "def run(ctx, params):\n    return describe_total(ctx, "
                    "dict(params))\n", ignores.source)
     manifest, payload = honest_manifest([ignores], signer[0], {"total": whole})

@@ -3,6 +3,7 @@ and its place in the pipeline (a refusal is a MISS "reasoning_changed" before IS
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import replace
 
@@ -542,6 +543,11 @@ def test_a_month_of_other_length_is_a_changed_constant():
     september = "Each day Derrick bakes 15 dozen doughnuts and sells them at $3 each. How much does he make in September?"
     assert check(entry, september, values) is None
     assert "June" in check(entry, september.replace("September", "July"), values)
+    # the compiled reasoning tells whether it counts the month's days: writing 30, it does; writing no 30, the month
+    # is a name the question may change ("the expenditure in May" of an entry that adds two months' spending)
+    july = september.replace("September", "July")
+    assert "June" in check(dataclasses.replace(entry, numbers=frozenset({12, 30})), july, values)
+    assert check(dataclasses.replace(entry, numbers=frozenset({12})), july, values) is None
 
 
 def test_a_text_slot_written_as_a_fraction_is_judged_not_a_crash():
