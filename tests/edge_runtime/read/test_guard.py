@@ -3,7 +3,6 @@ and its place in the pipeline (a refusal is a MISS "reasoning_changed" before IS
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import replace
 
@@ -546,8 +545,8 @@ def test_a_month_of_other_length_is_a_changed_constant():
     # the compiled reasoning tells whether it counts the month's days: writing 30, it does; writing no 30, the month
     # is a name the question may change ("the expenditure in May" of an entry that adds two months' spending)
     july = september.replace("September", "July")
-    assert "June" in check(dataclasses.replace(entry, numbers=frozenset({12, 30})), july, values)
-    assert check(dataclasses.replace(entry, numbers=frozenset({12})), july, values) is None
+    assert "June" in check(replace(entry, numbers=frozenset({12, 30})), july, values)
+    assert check(replace(entry, numbers=frozenset({12})), july, values) is None
 
 
 def test_a_text_slot_written_as_a_fraction_is_judged_not_a_crash():
