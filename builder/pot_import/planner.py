@@ -37,7 +37,7 @@ from builder.pot_import.plan import ParamPlan, Plan
 from builder.pot_import.program import RESERVED_NAMES, Literal, PalProgram, close_to, is_docstring, numeric_node
 from edge_runtime.entries.metadata import format_value
 from edge_runtime.errors import ArcError
-from edge_runtime.read.english_words import MULTIPLIERS
+from edge_runtime.read.english_words import MULTIPLIERS, plural_stem
 from edge_runtime.read.values import parse_quantity
 
 
@@ -84,7 +84,7 @@ def plan_parameters(
             constants.append(f"{format_value(p.original)} ({p.name}, kept constant: {why})")
     settled = free_numbers and not unexplained and not frozen_all  # no constant may come from a stated number
     read = {mm.index for mm, _ in assigned.values()}  # mentions a literal reads
-    if settled:
+    if free_numbers and not unexplained:  # a parameter kept constant leaves the others' repeats theirs
         _join_repeats(question, kept, mentions, read)
     used = {m.index for p in kept for m in (p.mentions or (p.mention,))}
     spans = [(m.start, m.end) for p in kept for m in (p.mentions or (p.mention,))]
@@ -420,9 +420,10 @@ def _join_repeats(question: str, params: Sequence[ParamPlan], mentions: Sequence
 def _counts_the_same(first: Sequence[str], second: Sequence[str]) -> bool:
     """Whether the words after two mentions of one number name the same thing: the word right after one is among
     the two after the other ("20 such playlists ... the 20 playlists", "5 hanging baskets ... all 5 hanging
-    baskets"), and it is not a function word ("5 of ... 5 of")."""
+    baskets"), in either number ("500 pieces ... the 500 piece one"), and it is not a function word ("5 of ... 5 of")."""
     if not first or not second:
         return False
+    first, second = [plural_stem(w) for w in first], [plural_stem(w) for w in second]  # "500 pieces ... the 500 piece one"
     return (first[0] not in STOP_WORDS and first[0] in second[:2]) or (
         second[0] not in STOP_WORDS and second[0] in first[:2])
 

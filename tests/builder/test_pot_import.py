@@ -874,6 +874,21 @@ def test_a_number_restated_for_the_same_thing_is_the_same_slot(importer):
         Extractor(None).extract(entry, q.replace("has 5 hanging", "has 7 hanging"))
 
 
+def test_a_number_restated_in_the_singular_is_the_same_slot(importer):
+    """GSM8K 146: "a set with 500 pieces ... 3 times more pieces than the 500 piece one": the thing counted, in either
+    number; left a constant, the second 500 would refuse every question that changes both."""
+    q = ("Johnny dumped a lego set with 500 pieces on the floor, and another one that had 3 times more pieces than "
+         "the 500 piece one. How many pieces are on the floor?")
+    t = transcript(q, """
+        first = 500
+        times = 3
+        return first + first * times
+    """, 2000)
+    entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    assert entry.template.count("{first} piece") == 2, entry.template
+    assert answer(entry, compiled, q.replace("500", "600")) == 2400
+
+
 def test_a_number_restated_with_a_word_between_is_the_same_slot(importer):
     """GSM8K 759: "20 such playlists ... will the 20 playlists last": the thing counted is the same one word later."""
     q = ("The number of songs in a playlist is 300. If John has 20 such playlists, and each song is 10 hours long, "
