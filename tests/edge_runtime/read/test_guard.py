@@ -368,12 +368,18 @@ def test_a_question_that_states_its_givens_apart_asks_the_same_thing():
     assert check(gas, "A flask holds 1.5 mol of ideal gas at 280 kelvin. What is its volume in litres?", values) is not None
 
 
-BUS = EntryPoint(
-    id="bus", description="how much farther a bus goes than a car", root="r", answer_key="answer",
-    template=("A bus travels {bus_speed} miles per hour for {bus_hours} hours. A car travels {car_speed} miles per hour "
-              "for {car_hours} hours. How much farther did the bus go than the car, in miles?"),
-    params=(Param("bus_speed", "bus speed in mph", int, 60, minimum=0), Param("bus_hours", "bus hours", int, 5, minimum=0),
-            Param("car_speed", "car speed in mph", int, 30, minimum=0), Param("car_hours", "car hours", int, 8, minimum=0)),
+def _counting(entry_id: str, description: str, template: str, *params: tuple[str, str, int]) -> EntryPoint:
+    """An entry whose parameters are whole numbers of at least 0: (name, description, original) each."""
+    return EntryPoint(id=entry_id, description=description, root="r", answer_key="answer", template=template,
+                      params=tuple(Param(name, about, int, original, minimum=0) for name, about, original in params))
+
+
+BUS = _counting(
+    "bus", "how much farther a bus goes than a car",
+    "A bus travels {bus_speed} miles per hour for {bus_hours} hours. A car travels {car_speed} miles per hour for "
+    "{car_hours} hours. How much farther did the bus go than the car, in miles?",
+    ("bus_speed", "bus speed in mph", 60), ("bus_hours", "bus hours", 5), ("car_speed", "car speed in mph", 30),
+    ("car_hours", "car hours", 8),
 )
 BUS_VALUES = {"bus_speed": 60, "bus_hours": 5, "car_speed": 60, "car_hours": 8}
 
@@ -389,42 +395,36 @@ def test_a_reversal_that_asks_for_a_given_is_refused_on_the_model_path():
     assert ReasoningGuard(off)(BUS, question, BUS_VALUES, "lm-draft") is None
 
 
-WAGES = EntryPoint(
-    id="wages", description="a month's pay with weekly bonuses", root="r", answer_key="answer",
-    template=("Watson works a {hours}-hour shift each day, {days} days a week. He earns ${rate} per hour and gets a "
-              "${bonus} bonus each week. How much money did Watson make in April?"),
-    params=(Param("hours", "hours a day", int, 10, minimum=0), Param("days", "days a week", int, 5, minimum=0),
-            Param("rate", "pay per hour", int, 10, minimum=0), Param("bonus", "weekly bonus", int, 300, minimum=0)),
+WAGES = _counting(
+    "wages", "a month's pay with weekly bonuses",
+    "Watson works a {hours}-hour shift each day, {days} days a week. He earns ${rate} per hour and gets a ${bonus} bonus "
+    "each week. How much money did Watson make in April?",
+    ("hours", "hours a day", 10), ("days", "days a week", 5), ("rate", "pay per hour", 10), ("bonus", "weekly bonus", 300),
+)
+BAGS = _counting(
+    "bags", "profit on painted bags",
+    "Tara bought {packs} packs of {per_pack} canvas bags for ${cost} each. She painted them and sold them at a craft "
+    "fair for ${price} each. How much profit did she earn on her bags?",
+    ("packs", "packs", 3), ("per_pack", "bags a pack", 6), ("cost", "cost a bag", 4), ("price", "price a bag", 9),
 )
 
 
-def test_a_final_question_narrowed_to_a_given_in_its_plural_is_refused_on_the_model_path():
-    """"make *in bonuses*" asks for the part of the pay the entry takes as given: the plural of the story's "bonus"
-    is the same word (the stemmer once read "bonuses" as "bonuse", and the question was served)."""
-    values = {"hours": 5, "days": 5, "rate": 22, "bonus": 350}
-    story = "Priya works a 5-hour shift each day, 5 days a week. She earns $22 per hour and gets a $350 bonus each week. "
-    refusal = check(WAGES, story + "How much money did Priya make in bonuses in April?", values, "lm-draft")
-    assert refusal is not None and "'bonus'" in refusal
-    assert check(WAGES, story + "How much money did Priya make in April?", values, "lm-draft") is None
-
-
-BAGS = EntryPoint(
-    id="bags", description="profit on painted bags", root="r", answer_key="answer",
-    template=("Tara bought {packs} packs of {per_pack} canvas bags for ${cost} each. She painted them and sold them at a "
-              "craft fair for ${price} each. How much profit did she earn on her bags?"),
-    params=(Param("packs", "packs", int, 3, minimum=0), Param("per_pack", "bags a pack", int, 6, minimum=0),
-            Param("cost", "cost a bag", int, 4, minimum=0), Param("price", "price a bag", int, 9, minimum=0)),
-)
-
-
-def test_the_full_name_the_story_gives_a_thing_is_not_a_given_asked_about():
-    """"her *canvas* bags" where the story sells canvas bags and the entry asks about "her bags": the same thing, named
-    more fully; a word the story uses for another thing is still a given asked about."""
-    values = {"packs": 12, "per_pack": 10, "cost": 8, "price": 13}
-    story = "Keisha bought 12 packs of 10 canvas bags for $8 each. She painted them and sold them at a craft fair for $13 each. "
-    assert check(BAGS, story + "How much profit did she earn on her canvas bags?", values, "lm-draft") is None
-    refusal = check(BAGS, story + "How much profit did she earn on her packs?", values, "lm-draft")
-    assert refusal is not None and "pack" in refusal
+@pytest.mark.parametrize("entry, values, story, given, word, same", [
+    # "make *in bonuses*" asks for the part of the pay the entry takes as given: the plural of the story's "bonus" is
+    # the same word (the stemmer once read "bonuses" as "bonuse", and the question was served)
+    (WAGES, {"hours": 5, "days": 5, "rate": 22, "bonus": 350},
+     "Priya works a 5-hour shift each day, 5 days a week. She earns $22 per hour and gets a $350 bonus each week. ",
+     "How much money did Priya make in bonuses in April?", "'bonus'", "How much money did Priya make in April?"),
+    # "her *canvas* bags" where the story always sells canvas bags and the entry asks about "her bags": the same
+    # thing, named more fully; a word the story uses for another thing is still a given asked about
+    (BAGS, {"packs": 12, "per_pack": 10, "cost": 8, "price": 13},
+     "Keisha bought 12 packs of 10 canvas bags for $8 each. She painted them and sold them at a craft fair for $13 "
+     "each. ", "How much profit did she earn on her packs?", "pack", "How much profit did she earn on her canvas bags?"),
+])
+def test_a_final_question_asking_about_a_given_is_refused_on_the_model_path(entry, values, story, given, word, same):
+    refusal = check(entry, story + given, values, "lm-draft")
+    assert refusal is not None and word in refusal
+    assert check(entry, story + same, values, "lm-draft") is None
 
 
 PETS = EntryPoint(
