@@ -292,11 +292,10 @@ def _results(todo: list[Transcript], options: ImportOptions, workers: int) -> It
     n = 1 if workers <= 1 or len(todo) < 8 else workers
     with tempfile.TemporaryDirectory(prefix="arc-import-") as scratch:
         yield from _checked(confined_map(todo, _worker_run, accept, workers=n, initializer=_worker_init,
-                                               initargs=(options, 3 * 1024**3, scratch)))
+                                         initargs=(options, 3 * 1024**3, scratch)))
 
 
-def _checked(results: Iterator[tuple[Transcript, ImportResult | WorkerLost]]
-             ) -> Iterator[ImportResult]:
+def _checked(results: Iterator[tuple[Transcript, ImportResult | WorkerLost]]) -> Iterator[ImportResult]:
     """A worker's answer stands only for its own transcript and only with a source that passes the
     entry validator again here: a worker runs third-party code and is not trusted."""
     for t, result in results:

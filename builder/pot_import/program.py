@@ -168,7 +168,6 @@ class PalProgram:
             exec(code, namespace)  # noqa: S102 - validated AST, reduced builtins, time budget
             return namespace["solution"]()
 
-
     def fractional_quotients(self, values: dict[int, Any] | None = None) -> frozenset[int]:
         """The divisions (``/`` and ``//``, numbered in source order) whose quotient is not a whole number on a run
         with ``values``; raises what the program raises.

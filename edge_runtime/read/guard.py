@@ -58,7 +58,6 @@ from edge_runtime.read.question_words import (
     asked_noun,
     compound_modifiers,
     content_words,
-    fixed_compounds,
     match_people,
     modifier_change,
     more_people,
@@ -457,7 +456,7 @@ class ReasoningGuard:
                 return f"the question's final question ({asked!r}) differs from the entry's ({template_target!r})"
             if (traded := renamed_role_asked(read.facts.literal, question) if self.phrase_rules and cfg.check_roles else None):
                 return f"the question asks about {traded!r}, which its statements name in place of another of the entry's"
-            asking = content_words(asking_text) - compound_modifiers(fixed_compounds(read.facts.literal), asking_text, t_words)
+            asking = content_words(asking_text) - compound_modifiers(read.facts.story_compounds, asking_text, t_words)
             given = sorted((asking - t_words) & template_words)
             checks["target"]["given_words"] = given
             if model_path and cfg.model_path_reversal_words is not None and len(given) >= cfg.model_path_reversal_words:

@@ -17,7 +17,15 @@ from edge_runtime.read.asking_words import AskedWords
 from edge_runtime.read.inserted_statements import TemplateWording
 from edge_runtime.read.measures import currency_before
 from edge_runtime.read.mentions import PERCENT_AFTER, Mention
-from edge_runtime.read.question_words import STOP_WORDS, WORD, asks_with_pronoun, content_words, stem, target_clause
+from edge_runtime.read.question_words import (
+    STOP_WORDS,
+    WORD,
+    asks_with_pronoun,
+    content_words,
+    fixed_compounds,
+    stem,
+    target_clause,
+)
 from edge_runtime.read.restatement import remove_numbers
 from edge_runtime.read.values import months_named
 
@@ -48,6 +56,8 @@ class TemplateFacts:
     asks_with_pronoun: bool = False  # its final question asks about someone by a pronoun ("how many does she have")
     #: what it says in words alone: the things it counts, its number-free clauses, comparisons, periods (inserted_statements)
     wording: TemplateWording = TemplateWording.of("")
+    #: the names its story always gives things ("canvas bags"; question_words.fixed_compounds)
+    story_compounds: frozenset[tuple[str, str]] = frozenset()
 
 
 def template_facts(entry: EntryPoint, scan: Callable[[str], Sequence[Mention]], *, phrase_rules: bool = True) -> TemplateFacts:
@@ -90,6 +100,7 @@ def template_facts(entry: EntryPoint, scan: Callable[[str], Sequence[Mention]], 
         asks_with_pronoun=asks_with_pronoun(literal),
         asked_words=AskedWords.of(literal),
         wording=TemplateWording.of(template),
+        story_compounds=fixed_compounds(literal),
     )
 
 
