@@ -121,6 +121,7 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
     """Step 2's pairs [score, literal, mention, form, value] a literal may read, best first."""
     plain_values = {m.value for m in mentions if not m.money}
     fractions = _written_fractions(func, pool, restored)
+    counted = _in_sums_of_stated(func, pool, restored, mentions)
     candidates = []
     for lit in pool:
         value = float(restored.get(lit.id, lit.value))
@@ -132,7 +133,7 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
                 continue
             sim = similarity(lit, question, mention, mention.value in plain_values)
             if (not lit.direct and sim <= 0 and (value in UNIT_CONSTANTS or value == 1.0) and mention.kind != "structural"
-                    and not hyphenated_measure(question, mention)):
+                    and not hyphenated_measure(question, mention) and id(lit.node) not in counted):
                 continue  # "/ 60" next to "60%", "+ 1" next to "1 dog": arithmetic, not that mention
             score = (sim - (0.3 if mention.kind == "structural" else 0) - (0.2 if form != "value" else 0)
                      - (0.5 if compound_word(question, mention) else 0))
@@ -155,6 +156,34 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
         -c[0], 0 if c[1].direct else 1, abs(rank_l[c[1].id] - rank_m[(c[4], c[2].index)]), c[1].order, c[2].index,
     ))
     return candidates
+
+
+def _in_sums_of_stated(func: ast.FunctionDef, pool: Sequence[Literal], restored: dict[int, Any],
+                       mentions: Sequence[Mention]) -> set[int]:
+    """The literal nodes that are terms of a sum whose other terms are all numbers the question states, two at least
+    ("25 + 7 + 13 - 4" of "25 classmates and the 7 girls ... 13 family members ... 4 people"): a count among counts,
+    where a unit constant's value (7, 12, 60) is a stated number, not a conversion. Not a one ("+ 1")."""
+    values = {id(lit.node): float(restored.get(lit.id, lit.value)) for lit in pool}
+    stated = {float(v) for m in mentions if m.parameterisable for v, form in m.literal_values() if form == "value"}
+    found: set[int] = set()
+    for node in ast.walk(func):
+        if not isinstance(node, ast.BinOp) or not isinstance(node.op, (ast.Add, ast.Sub)):
+            continue
+        terms = _sum_terms(node)
+        if len(terms) < 3 or not all(id(t) in values for t in terms):
+            continue
+        for term in terms:
+            others = [values[id(t)] for t in terms if t is not term]
+            if values[id(term)] != 1.0 and all(v in stated for v in others):
+                found.add(id(term))
+    return found
+
+
+def _sum_terms(node: ast.expr) -> list[ast.expr]:
+    """The terms of a chain of + and - (``a + b - c``), as nodes."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        return _sum_terms(node.left) + _sum_terms(node.right)
+    return [node]
 
 
 def _fraction_literals(func: ast.FunctionDef, pool: Sequence[Literal]) -> dict[int, tuple[int, int]]:

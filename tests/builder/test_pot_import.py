@@ -874,6 +874,21 @@ def test_a_number_restated_for_the_same_thing_is_the_same_slot(importer):
         Extractor(None).extract(entry, q.replace("has 5 hanging", "has 7 hanging"))
 
 
+def test_a_unit_like_number_summed_with_stated_counts_is_a_stated_count(importer):
+    """GSM8K 1071: ``25 + 7 + 13 - 4`` of "25 classmates and the 7 girls ... 13 family members ... 4 could not come":
+    a 7 written inline among stated counts is the 7 girls, not the days of a week (a lone "/ 60" next to "60%", or
+    "+ 1" next to "1 dog", stays arithmetic)."""
+    q = ("Kayla invited her 25 classmates and the 7 girls in her dance class, as well as 13 family members. Only 4 "
+         "people said they could not come. How many people came?")
+    t = transcript(q, """
+        came = 25 + 7 + 13 - 4
+        return came
+    """, 41)
+    entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    assert "the {" in entry.template and "} girls" in entry.template, entry.template
+    assert answer(entry, compiled, q.replace("the 7 girls", "the 9 girls")) == 43
+
+
 def test_a_number_restated_in_the_singular_is_the_same_slot(importer):
     """GSM8K 146: "a set with 500 pieces ... 3 times more pieces than the 500 piece one": the thing counted, in either
     number; left a constant, the second 500 would refuse every question that changes both."""
