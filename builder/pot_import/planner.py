@@ -69,7 +69,7 @@ def plan_parameters(
             lit.excluded = unit_name(probe)
     pool = [lit for lit in program.literals if not lit.excluded]
     candidates = _candidates(question, pool, mentions, restored, program.func)
-    assigned, taken = _assign(candidates, program, mentions)
+    assigned, taken = _assign(candidates, program, mentions, question)
     _pair_operands(program, pool, mentions, restored, assigned, taken)
     _lift_conversions(question, pool, mentions, restored, assigned, taken)
     params, constants, unexplained = _params_of(question, program, restored, assigned, structural_words,
@@ -211,8 +211,8 @@ def _written_fractions(func: ast.FunctionDef, pool: Sequence[Literal],
     return {id(literals[lid].node): (value(num), value(den)) for lid, (num, den) in _fraction_literals(func, pool).items()}
 
 
-def _assign(candidates: Sequence[list[Any]], program: PalProgram,
-            mentions: Sequence[Mention]) -> tuple[dict[int, tuple[Mention, str]], set[int]]:
+def _assign(candidates: Sequence[list[Any]], program: PalProgram, mentions: Sequence[Mention],
+            question: str = "") -> tuple[dict[int, tuple[Mention, str]], set[int]]:
     """Step 2's choice: (literal id -> (mention, form), the mention indices taken), greedily by score."""
     assigned: dict[int, tuple[Mention, str]] = {}  # literal id -> (mention, form)
     taken: set[int] = set()
@@ -224,22 +224,30 @@ def _assign(candidates: Sequence[list[Any]], program: PalProgram,
     # a literal whose value is a mention another literal took shares that parameter ("70 chips each")
     # (an inline literal too, when the question states its value once and the literal's variable names the same
     # thing as the variable that took it: ``sunday_gingerbread = 10 + more`` after ``saturday_gingerbread = 10``)
+    equal = bool(_EQUAL_AMOUNT.search(question))
     for score, lit, mention, form, value in candidates:
         if lit.id in assigned or form != "value" or not mention.parameterisable:
             continue
-        if score <= 0 and (lit.direct or value in UNIT_CONSTANTS or value < 10):
+        stated_once = sum(any(close_to(v, value) for v, _ in m.literal_values()) for m in mentions) == 1
+        if score <= 0 and (lit.direct or value in UNIT_CONSTANTS or value < 10) and not (equal and stated_once):
             continue  # a small number inline is arithmetic more often than the stated one; a large one ("500 - price"
-            # after ``may = 500``, stated once, in a sentence whose words lie beyond the mention's window) is that number
+            # after ``may = 500``, stated once, in a sentence whose words lie beyond the mention's window) is that number,
+            # and so is one the question makes equal to a number it states once ("2 oz of cheese and an equal amount of
+            # ham": ``ham = 2``)
         owner = [lid for lid, (m, _) in assigned.items() if m.index == mention.index]
         if not owner or assigned[owner[0]][1] != "value":
             continue
-        if not lit.direct:
+        if not lit.direct and not (equal and stated_once):
             owner_name = program.literal(owner[0]).direct
-            if (not owner_name or not name_tokens(lit.target or "") & name_tokens(owner_name)
-                    or sum(any(close_to(v, value) for v, _ in m.literal_values()) for m in mentions) != 1):
+            if not owner_name or not name_tokens(lit.target or "") & name_tokens(owner_name) or not stated_once:
                 continue
         assigned[lit.id] = (mention, form)
     return assigned, taken
+
+
+#: A question that makes one amount equal to another ("an equal amount of ham", "the same number of"; not "as many
+#: as", which compares by a multiple as often: "3/4 times as much money as").
+_EQUAL_AMOUNT = re.compile(r"\b(?:equal|same)\s+(?:amount|number|quantity)\b", re.IGNORECASE)
 
 
 def _pair_operands(program: PalProgram, pool: Sequence[Literal], mentions: Sequence[Mention], restored: dict[int, Any],

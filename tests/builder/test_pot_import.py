@@ -889,6 +889,22 @@ def test_a_unit_like_number_summed_with_stated_counts_is_a_stated_count(importer
     assert answer(entry, compiled, q.replace("the 7 girls", "the 9 girls")) == 43
 
 
+def test_an_amount_the_question_makes_equal_follows_the_stated_one(importer):
+    """GSM8K 716: "a 6 egg omelet with 2 oz of cheese and an equal amount of ham" written ``cheese = 2`` and
+    ``ham = 2``: the ham's 2 is the cheese's, so a question with 3 oz of cheese has 3 oz of ham too."""
+    q = ("John makes a 6 egg omelet with 2 oz of cheese and an equal amount of ham. Eggs are 75 calories each. Cheese "
+         "is 120 calories per ounce. Ham is 40 calories per ounce. How many calories is the omelet?")
+    t = transcript(q, """
+        eggs = 6
+        egg_calories = 75
+        cheese = 2
+        ham = 2
+        return eggs * egg_calories + cheese * 120 + ham * 40
+    """, 770)
+    entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    assert answer(entry, compiled, q.replace("2 oz", "3 oz")) == 6 * 75 + 3 * 120 + 3 * 40
+
+
 def test_a_number_restated_in_the_singular_is_the_same_slot(importer):
     """GSM8K 146: "a set with 500 pieces ... 3 times more pieces than the 500 piece one": the thing counted, in either
     number; left a constant, the second 500 would refuse every question that changes both."""
