@@ -25,6 +25,7 @@ import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from builder.gsm8k import is_close
@@ -92,7 +93,11 @@ class BoundProgram:
     def poses(self, params: Sequence[ParamPlan], values: Mapping[str, Any]) -> bool:
         """Whether the variant leaves whole every quotient this program computes whole on the original question
         (:meth:`PalProgram.fractional_quotients`)."""
-        return _poses(self.program, self._literals(params, values))
+        return _poses(self.program, self._literals(params, values), self._fractional_originally)
+
+    @cached_property
+    def _fractional_originally(self) -> frozenset[int] | None:
+        return _fractional_originally(self.program)
 
     def _literals(self, params: Sequence[ParamPlan], values: Mapping[str, Any]) -> dict[int, Any]:
         literals: dict[int, Any] = {}
@@ -103,10 +108,21 @@ class BoundProgram:
         return literals
 
 
-def _poses(program: PalProgram, literals: dict[int, Any]) -> bool:
-    """``program`` on ``literals`` makes no quotient fractional that is whole on the original question."""
+def _fractional_originally(program: PalProgram) -> frozenset[int] | None:
+    """The quotients ``program`` leaves fractional on the original question (None: it fails there), read once."""
     try:
-        return not (program.fractional_quotients(literals) - program.fractional_quotients())
+        return program.fractional_quotients()
+    except (Exception, RunTimeout):  # noqa: BLE001
+        return None
+
+
+def _poses(program: PalProgram, literals: dict[int, Any], originally: frozenset[int] | None) -> bool:
+    """``program`` on ``literals`` makes no quotient fractional that is whole on the original question
+    (``originally``: :func:`_fractional_originally`)."""
+    if originally is None:
+        return False
+    try:
+        return not (program.fractional_quotients(literals) - originally)
     except (Exception, RunTimeout):  # noqa: BLE001 - a program that fails poses nothing
         return False
 
@@ -403,7 +419,8 @@ def _holding(plan: Plan, fixed: Sequence[str], rng: random.Random) -> Callable[[
 
 def _entry_poses(program: PalProgram, plan: Plan) -> Callable[[dict[str, Any]], bool]:
     """Whether the entry's own program finds a variant well posed (:meth:`BoundProgram.poses`)."""
-    return lambda values: _poses(program, oracle_values(plan.params, values))
+    originally = _fractional_originally(program)
+    return lambda values: _poses(program, oracle_values(plan.params, values), originally)
 
 
 def _compare(b: BoundProgram, params: Sequence[ParamPlan], run_entry: RunEntry, draw: Callable[[], dict[str, Any]],

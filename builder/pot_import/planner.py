@@ -212,7 +212,7 @@ def _written_fractions(func: ast.FunctionDef, pool: Sequence[Literal],
 
 
 def _assign(candidates: Sequence[list[Any]], program: PalProgram, mentions: Sequence[Mention],
-            question: str = "") -> tuple[dict[int, tuple[Mention, str]], set[int]]:
+            question: str) -> tuple[dict[int, tuple[Mention, str]], set[int]]:
     """Step 2's choice: (literal id -> (mention, form), the mention indices taken), greedily by score."""
     assigned: dict[int, tuple[Mention, str]] = {}  # literal id -> (mention, form)
     taken: set[int] = set()
