@@ -53,6 +53,9 @@ class Disagreement:
     failures: tuple[str, ...]  # "param NAME: ..." for each blamed parameter (reflections for a retry)
     blamed: tuple[str, ...]
     example: str  # one disagreeing variant, for the rejection detail
+    #: Pairs of mentions of one value (their starts) that the entry's plan should trade: with them traded the
+    #: entry agrees with every program that checks it (``_traded_agreement``); the retry plans them so.
+    traded: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -225,6 +228,10 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
                                             _holding(plan, fixed_of[id(b)], rng), variants):
                 disagreeing.remove((b, why))
                 doubted.append(f"{b.source} disagrees only by its guess: it agrees with {rebound} traded")
+    for b, why in list(disagreeing):  # a pair the import traded on other programs' evidence: a guess judges nothing
+        if pair := next(((a, c) for a, c in _traded_spans(plan) if _guesses_pair(question, b, a, c)), None):
+            disagreeing.remove((b, why))
+            doubted.append(f"{b.source} binds the traded pair at {pair[0][0]} and {pair[1][0]} by a guess")
     if guessed := _guessed_pairs(plan, run_entry, disagreeing):
         # a program that writes two equal-valued numbers apart ("0.5" for half, "2" for the two extra) and disagrees
         # outweighs those that bind them by the planner's guess, as the entry does: their agreement confirms nothing
@@ -232,6 +239,11 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
             if shared := _shares_a_guess(b, guessed):
                 agreeing.remove((b, compared))
                 doubted.append(f"{b.source} agrees but binds {shared} tells them apart and disagrees")
+    if disagreeing and not agreeing and most == len(varied) and program is not None:
+        if trade := _traded_agreement(question, plan, checking, run_entry, variants, poses):
+            (p, q), why = trade
+            return Disagreement((f"trade {p.mention.start} {q.mention.start}: {why}",), (), disagreeing[0][1],
+                                ((p.mention.start, q.mention.start),))
     vetoes = [b for b, _ in disagreeing if b.source == WORKED_SOLUTION]
     if agreeing and not vetoes:
         fixed = fixed_of[id(agreeing[0][0])]
@@ -400,15 +412,80 @@ def _rebinding_agrees(question: str, program: PalProgram, b: BoundProgram, param
     return ""
 
 
-def _name_preference(question: str, program: PalProgram, p: ParamPlan, q: ParamPlan) -> float | None:
+def _traded_agreement(question: str, plan: Plan, checking: Sequence[BoundProgram], run_entry: RunEntry,
+                      variants: int, poses: Callable[[dict[str, Any]], bool] | None
+                      ) -> tuple[tuple[ParamPlan, ParamPlan], str] | None:
+    """A pair of the entry's parameters whose mentions state one value that every checking program agrees with once
+    the two trade mentions: ((p, q), why), or None.
+
+    "which took her 4 hours ... 4 hours longer than the time Amalia took": the program's ``amalia_time = 4`` and its
+    inline ``+ 4`` read two mentions of 4, and the planner's word overlap chose the second for ``amalia_time`` (it is
+    nearer "Amalia" and "time"); every author's program then disagreed, and the check froze both numbers. The trade
+    is taken when an author's program other than the worked solution agrees with the traded entry on ``variants``
+    variants and no checking program disagrees with it, except one whose own binding of the pair is a guess (literals
+    of one value, no name that prefers it: a worked solution's "4+2 ... 6+4 ... 4+4"), which says nothing either
+    way."""
+    plain = [p for p in plan.params if not p.free and not p.mentions and not p.structural
+             and all(f == "value" for _, f in p.literals)]
+    rng = random.Random(1)  # its own draws: the check's variants stay those it would draw without this
+    for i, p in enumerate(plain):
+        for q in plain[i + 1:]:
+            if close_to(float(p.mention.value), float(q.mention.value)) and _equal_literals(p, q):
+                if agreeing := _agreeing_traded(question, plan, checking, run_entry, variants, poses, p, q, rng):
+                    return (p, q), (f"with {p.mention.text!r} and {q.mention.text!r} traded the entry agrees with "
+                                    f"{agreeing}, and no program that checks it disagrees")
+    return None
+
+
+def _agreeing_traded(question: str, plan: Plan, checking: Sequence[BoundProgram], run_entry: RunEntry, variants: int,
+                     poses: Callable[[dict[str, Any]], bool] | None, p: ParamPlan, q: ParamPlan,
+                     rng: random.Random) -> str:
+    """The programs (named) that agree with the entry with ``p`` and ``q`` traded, or "" when any disagrees."""
+
+    def traded(values: dict[str, Any]) -> dict[str, Any]:
+        return {**values, p.name: _as(p, values[q.name]), q.name: _as(q, values[p.name])}
+
+    def agrees(b: BoundProgram) -> bool:
+        compared, wrong = _compare(b, plan.params, lambda values: run_entry(traded(values)), _holding(plan, (), rng),
+                                   variants, (lambda values: poses(traded(values))) if poses is not None else None)
+        return compared >= variants and not wrong
+
+    a, c = (p.mention.start, p.mention.end), (q.mention.start, q.mention.end)
+    agreeing: list[str] = []
+    for b in checking:
+        if agrees(b):
+            if b.source != WORKED_SOLUTION and not b.doubts([p, q]):
+                agreeing.append(b.source)
+            continue
+        if not _guesses_pair(question, b, a, c):
+            return ""
+    return ", ".join(agreeing)
+
+
+def _traded_spans(plan: Plan) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The mention spans of each pair the plan traded (:func:`builder.pot_import.planner.plan_parameters`)."""
+    by_start = {p.mention.start: (p.mention.start, p.mention.end) for p in plan.params}
+    return [(by_start[a], by_start[c]) for a, c in plan.traded if a in by_start and c in by_start]
+
+
+def _guesses_pair(question: str, b: BoundProgram, a: tuple[int, int], c: tuple[int, int]) -> bool:
+    """``b`` reads the two mentions (spans) of one value from literals of one value with no variable name that
+    prefers its binding: which reads which is the planner's guess, so its answers say nothing about the pair."""
+    x, y = b.by_span.get(a), b.by_span.get(c)
+    return x is not None and y is not None and x is not y and _equal_literals(x, y) \
+        and (_name_preference(question, b.program, x, y, 1) or 0) <= 0
+
+
+def _name_preference(question: str, program: PalProgram, p: ParamPlan, q: ParamPlan, names: int = 2) -> float | None:
     """How much better the names of ``p``'s and ``q``'s literals fit their own mentions than each other's, or None
-    when a literal has no variable of its own (a worked solution's inline number: nothing tells the two apart)."""
+    when fewer than ``names`` of the two literals have a variable of their own (a worked solution's inline number:
+    nothing tells the two apart). With one name, that literal's fit to its own mention against the other's."""
     lp, lq = program.literal(p.literal), program.literal(q.literal)
-    if not lp.direct or not lq.direct:
+    named = [(lit, own, other) for lit, own, other in ((lp, p.mention, q.mention), (lq, q.mention, p.mention))
+             if lit.direct]
+    if len(named) < names:
         return None
-    own = similarity(lp, question, p.mention) + similarity(lq, question, q.mention)
-    crossed = similarity(lp, question, q.mention) + similarity(lq, question, p.mention)
-    return own - crossed
+    return sum(similarity(lit, question, own) - similarity(lit, question, other) for lit, own, other in named)
 
 
 def _holding(plan: Plan, fixed: Sequence[str], rng: random.Random) -> Callable[[], dict[str, Any]]:

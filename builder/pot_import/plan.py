@@ -82,6 +82,8 @@ class Plan:
     unused_mentions: list[str]  # question numbers no literal maps to
     frozen: list[str] = field(default_factory=list)  # parameters kept constant, by name
     unexplained: list[str] = field(default_factory=list)  # literals neither stated nor unit constants
+    #: pairs of mentions of one value (their starts) whose parameters were traded on the independent check's evidence
+    traded: list[tuple[int, int]] = field(default_factory=list)
 
 
 def draw_values(plan: Plan, rng: random.Random) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from edge_runtime.read.values import parse_quantity
 def plan_parameters(
     question: str, program: PalProgram, variant: str = "", docstring: str = "", frozen: Sequence[str] = (),
     free_numbers: bool = True, structural_words: bool = True, freeze_derived: bool = True, fixed: Sequence[str] = (),
+    traded: Sequence[tuple[int, int]] = (),
 ) -> Plan:
     """Map the program's literals to the question's mentions.
 
@@ -59,6 +60,8 @@ def plan_parameters(
        program precomputed something from it, so it cannot vary) — unless ``freeze_derived`` is
        False: an independent program that checks an entry reads every number it can (a stale
        constant there makes it disagree, which only costs the entry a parameter).
+    4. ``traded``: pairs of mentions of one value (their starts) whose parameters take each other's mention, where the
+       independent check found the guess of step 2 crossed (:func:`builder.independent_check._traded_agreement`).
     """
     mentions = scan_numbers(question)
     restored = _restored_values(question, program, variant, docstring, mentions)
@@ -74,6 +77,7 @@ def plan_parameters(
     _lift_conversions(question, pool, mentions, restored, assigned, taken)
     params, constants, unexplained = _params_of(question, program, restored, assigned, structural_words,
                                                 _fraction_literals(program.func, pool))
+    traded_pairs = _trade_mentions(params, traded)
     _name_params(params, program, question, all_names(program.func))
     derived = _derived_from(program, params, restored, mentions, set(assigned)) if freeze_derived else {}
     frozen_all = set(frozen) | set(derived)
@@ -95,7 +99,21 @@ def plan_parameters(
     if settled:
         kept += _free_params(question, unused_mentions, program, restored, {p.name for p in kept} | all_names(program.func),
                              fixed)
-    return Plan(kept, restored, constants, unused, sorted(frozen_all & {p.name for p in params}), unexplained)
+    return Plan(kept, restored, constants, unused, sorted(frozen_all & {p.name for p in params}), unexplained,
+                traded_pairs)
+
+
+def _trade_mentions(params: Sequence[ParamPlan], traded: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Step 4: each pair's two parameters (one mention each, of one value) read each other's mention; returns the
+    pairs traded."""
+    done: list[tuple[int, int]] = []
+    for a, b in traded:
+        p = next((p for p in params if p.mention.start == a and not p.mentions), None)
+        q = next((q for q in params if q.mention.start == b and not q.mentions), None)
+        if p is not None and q is not None and close_to(float(p.mention.value), float(q.mention.value)):
+            p.mention, q.mention = q.mention, p.mention
+            done.append((a, b))
+    return done
 
 
 def _restored_values(question: str, program: PalProgram, variant: str, docstring: str,

@@ -344,6 +344,10 @@ def _module_docstring(t: Transcript, program: PalProgram, plan: Plan) -> str:
         notes.append("Kept constant: " + "; ".join(plan.constants) + ".")
     if plan.unused_mentions:
         notes.append("Question numbers the program does not read as literals: " + ", ".join(plan.unused_mentions) + ".")
+    if plan.traded:
+        traded = {p.mention.start: p.name for p in plan.params}
+        notes.append("Bound the other way round than the words near them suggest, on the independent check's "
+                     "evidence: " + ", ".join(f"{traded.get(a, a)} and {traded.get(b, b)}" for a, b in plan.traded) + ".")
     if program.renamed:
         notes.append("Renamed variables: " + ", ".join(f"{a} -> {b}" for a, b in program.renamed.items()) + ".")
     return "\n".join(notes).replace("\\", "/").replace('"""', "'''")

@@ -202,9 +202,11 @@ class Importer:
         t = transcripts[0]
         frozen = sorted({m.group(1) for r in reflections for m in re.finditer(r"param (\w+)", r)})
         fixed = sorted({m.group(1) for r in reflections for m in re.finditer(r"free slot (\w+)", r)})
+        traded = sorted({(int(m.group(1)), int(m.group(2))) for r in reflections
+                         for m in re.finditer(r"trade (\d+) (\d+)", r)})
         try:
             program = self._program(t)
-            plan = plan_parameters(t.question, program, t.variant, t.docstring, frozen, fixed=fixed)
+            plan = plan_parameters(t.question, program, t.variant, t.docstring, frozen, fixed=fixed, traded=traded)
             if plan.restored:
                 program.set_defaults(plan.restored)
             expected = _run_original(program)
@@ -289,6 +291,8 @@ class Importer:
         found = check(c.plan, bound, lambda values: self._run_compiled(loaded, values),
                       variants=self.options.independent_variants, rng=rng, question=t.question, program=c.program)
         if isinstance(found, Disagreement):
+            if found.traded:  # the retry plans the pair the other way round, and is checked as any plan is
+                return Validation(0, 1, found.failures, reason="independent_disagreement")
             if not found.blamed:
                 return Validation(0, 1, (found.example,), fatal="independent_disagreement")
             return Validation(0, 1, found.failures, reason="independent_disagreement")
@@ -431,6 +435,7 @@ class Importer:
                     "round_trip": f"{last.passed}/{last.total}" if last else "",
                     "compiled_sha256": c.compiled.sha256 if c.compiled is not None else "",
                     "verification": c.verification.to_dict() if c.verification is not None else None,
+                    **({"traded": [list(pair) for pair in c.plan.traded]} if c.plan.traded else {}),
                 },
             )
         return ImportResult(

@@ -16,6 +16,7 @@ from builder.pot_import.batch import run_import
 from builder.pot_import.program import PalProgram
 from builder.pot_import.verify import Importer, ImportOptions
 from builder.worked_solution import WORKED_SOLUTION
+from edge_runtime.read.extractor import Extractor
 from tests.builder.test_pot_import import load_entry, program, transcript
 
 PENS = "Sam buys 2 packs of pens. Each pack has 4 pens. How many pens does he have?"
@@ -539,3 +540,47 @@ def test_a_number_a_step_reached_and_the_question_states_is_told_apart_by_its_un
     assert program.run() == 4.5 and program.run({twelve: 16}) == 4 + 1.5 and program.run({three: 5}) == 3 + 2.5
     bare = answer.replace("3 miles / 2", "3 / 2").replace("3 hours + 1.5 hours", "3 + 1.5")
     assert worked_solution_program(bare, 4.5, question) is None
+
+
+CHORES = ("Noor, Tim and Ada split the chores. Noor's job was to wash the car, which took her 3 hours. Tim cleaned the "
+          "garage and took 1 hour longer than Noor. Ada painted the fence and took 3 hours longer than the time Noor "
+          "took to wash the car. How many hours did they work altogether?")
+#: ``noor_time = 3`` is nearer "the time Noor took" by its words, so the planner binds it to Ada's 3 hours longer
+CHORES_OWN = "noor_time = 3\ntim_time = noor_time + 1\nada_time = noor_time + 3\nreturn noor_time + tim_time + ada_time"
+CHORES_OTHER = IndependentProgram("second", as_solution("noor_hours = 3\ntim_hours = noor_hours + 1\n"
+                                                        "ada_hours = noor_hours + 3\nans = noor_hours + tim_hours + ada_hours"))
+
+
+def chores_answer(entry, compiled, noor: int, tim_longer: int, ada_longer: int) -> float:
+    """The entry's answer to the chores question with other numbers, read through its template."""
+    question = CHORES.replace("her 3", f"her {noor}").replace("1 hour ", f"{tim_longer} hours ").replace(
+        "took 3 hours longer", f"took {ada_longer} hours longer")
+    return compiled.run(Extractor(None).extract(entry, question).values).result["answer"]
+
+
+def test_two_mentions_of_one_value_bound_crossed_are_traded_when_other_authors_agree(importer: Importer) -> None:
+    """The planner's word overlap binds ``noor_time = 3`` to Ada's "3 hours longer than the time Noor took": the
+    entry is then wrong whenever the two 3s differ, and every other program disagrees. With the two mentions traded
+    the entry agrees with another author's program on every variant, and nothing else disagrees: the import plans
+    the pair the other way round and keeps both numbers, instead of freezing them."""
+    alone = importer.import_one(transcript(CHORES, CHORES_OWN, 13))
+    assert alone.accepted
+    crossed, compiled = load_entry(alone.source, alone.id)
+    assert chores_answer(crossed, compiled, 2, 1, 5) != 12  # the planner's guess alone: Noor's 2 hours read as Ada's
+    result = importer.import_one(with_independent(transcript(CHORES, CHORES_OWN, 13), CHORES_OTHER))
+    assert result.accepted, result.detail
+    assert result.info["verification"]["status"] == "verified"
+    assert not result.info["frozen"] and len(result.info["params"]) == 3, result.info
+    assert result.info["traded"] and "Bound the other way round" in result.source
+    entry, compiled = load_entry(result.source, result.id)
+    assert chores_answer(entry, compiled, 2, 1, 5) == 12  # 2 + 3 + 7
+    assert chores_answer(entry, compiled, 6, 2, 1) == 21  # 6 + 8 + 7
+
+
+def test_a_worked_solution_alone_trades_nothing(importer: Importer) -> None:
+    """The worked solution is the judge that vetoes, never the one that decides: where it alone agrees with the
+    traded entry, the pair is not traded, and its disagreement freezes the two 3s as before."""
+    worked = dataclasses.replace(CHORES_OTHER, source=WORKED_SOLUTION)
+    result = importer.import_one(with_independent(transcript(CHORES, CHORES_OWN, 13), worked))
+    assert not result.accepted or len(result.info["params"]) < 3, result.info
+    assert not result.accepted or "traded" not in result.info
