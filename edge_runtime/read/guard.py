@@ -56,11 +56,11 @@ from edge_runtime.read.mentions import shares_value as _shares_value
 from edge_runtime.read.question_words import (
     WORD,
     asked_noun,
+    asked_people_change,
     compound_modifiers,
     content_words,
     match_people,
     modifier_change,
-    more_people,
     narrows_to_one,
     other_people,
     roles_asked_about,
@@ -77,7 +77,6 @@ from edge_runtime.read.template_facts import context as _context
 from edge_runtime.read.values import months_named, reads_as_share
 
 # ---- numbers in text (edge_runtime/read/mentions.py) ------------------------------------------
-
 _FRACTION = re.compile(r"(\d+)\s*/\s*(\d+)")
 #: A quantity the question does not state: "a certain mL", "some of the", "an unknown number".
 _UNSTATED = re.compile(r"\b(?:a\s+certain|an?\s+unknown|an?\s+unspecified|an?\s+undisclosed|some)\s+(?P<word>[A-Za-z]+)",
@@ -435,8 +434,10 @@ class ReasoningGuard:
         if same is not None:
             if other_people(tuple(same[p] for p in t_asks), q_asks):
                 return "the question asks about another person of its story than the entry's question does"
-            if more_people(tuple(same[p] for p in t_asks), q_asks, template_pronoun=read.facts.asks_with_pronoun):
-                return "the question asks about more people of its story than the entry's question does"
+            who = tuple(same[p] for p in t_asks)
+            if changed := asked_people_change(who, q_asks, q_story, template_pronoun=read.facts.asks_with_pronoun,
+                                              template_group=read.facts.asks_about_a_group):
+                return changed
             if other_people(tuple(same[p] for p in t_if), q_if):
                 return "the final question's condition is about another person of its story than the entry's"
         if cfg.check_target and model_path:

@@ -198,6 +198,17 @@ def asks_with_pronoun(text: str) -> bool:
     return bool(finals) and bool(_PRONOUNS & set(WORD.findall(_asking_part(finals[-1]).lower())))
 
 
+_GROUP = frozenset("they them their theirs".split())
+
+
+def asks_about_a_group(text: str) -> bool:
+    """The text's final question (or instruction) asks about its people together by a plural pronoun ("the total time
+    *they* all took", "how much do *they* have left")."""
+    spans = sentences(text)
+    finals = [text[s:e] for s, e in spans if "?" in text[s:e]] or [text[s:e] for s, e in spans[-1:]]
+    return bool(finals) and bool(_GROUP & set(WORD.findall(_asking_part(finals[-1]).lower())))
+
+
 def match_people(template: tuple[str, ...], question: tuple[str, ...]) -> dict[str, str] | None:
     """Who in the question is who in the template: a name both texts use is the same person wherever it is first
     mentioned (statements reordered keep their people), the others pair off in order of first mention (names
@@ -226,6 +237,18 @@ def more_people(template: tuple[str, ...], question: tuple[str, ...], *, templat
     to District B" → "does *James* deliver to District B")."""
     t, q = set(template), set(question)
     return bool(t) and t < q and not template_pronoun
+
+
+def asked_people_change(template: tuple[str, ...], question: tuple[str, ...], story: tuple[str, ...], *,
+                        template_pronoun: bool = False, template_group: bool = False) -> str | None:
+    """Why the question asks about other people than the template (people matched, ``match_people``), or None: more
+    of them (``more_people``), or some of its story's people by name where the template asks about them together
+    by a plural pronoun (``template_group``: "the total time *they* all took" → "the total time Kenji and Jun took")."""
+    if more_people(template, question, template_pronoun=template_pronoun):
+        return "the question asks about more people of its story than the entry's question does"
+    if template_group and not template and question and set(question) < set(story):
+        return "the question asks about some of the people of its story by name, the entry's about them all"
+    return None
 
 
 #: "one" picking one of the things asked about: "for *one of* them", "will *one playlist* last" (not "twenty-one",

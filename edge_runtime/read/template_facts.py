@@ -20,6 +20,7 @@ from edge_runtime.read.mentions import PERCENT_AFTER, Mention
 from edge_runtime.read.question_words import (
     STOP_WORDS,
     WORD,
+    asks_about_a_group,
     asks_with_pronoun,
     content_words,
     fixed_compounds,
@@ -54,6 +55,7 @@ class TemplateFacts:
     #: the words right before and after a slot -> the slot: ("combines", "ml") -> "first" of "combines {first} mL"
     after_slot: dict[tuple[str, str], str] = field(default_factory=dict)
     asks_with_pronoun: bool = False  # its final question asks about someone by a pronoun ("how many does she have")
+    asks_about_a_group: bool = False  # ... about its people together by a plural pronoun ("the time they all took")
     #: what it says in words alone: the things it counts, its number-free clauses, comparisons, periods (inserted_statements)
     wording: TemplateWording = TemplateWording.of("")
     #: the names its story always gives things ("canvas bags"; question_words.fixed_compounds)
@@ -98,6 +100,7 @@ def template_facts(entry: EntryPoint, scan: Callable[[str], Sequence[Mention]], 
         percent_slots=frozenset(m.group(1) for m in SLOT.finditer(template) if PERCENT_AFTER.match(template, m.end())),
         after_slot=after_slot,
         asks_with_pronoun=asks_with_pronoun(literal),
+        asks_about_a_group=asks_about_a_group(literal),
         asked_words=AskedWords.of(literal),
         wording=TemplateWording.of(template),
         story_compounds=fixed_compounds(literal),

@@ -877,6 +877,31 @@ def test_a_final_question_about_more_people_of_the_story_asks_for_a_total(path):
     assert check(papers, named, {"n": 500, "a": 120}, path) is None
 
 
+CHORES = EntryPoint(
+    id="chores", description="hours of chores", root="answer", answer_key="answer",
+    template="Ada washed the car in {a} hours. Ben took {b} hours longer than Ada. Cy took {c} hours longer than Ben. "
+             "Calculate the total time they took to do their chores.",
+    params=(Param("a", "Ada's hours", int, 4, minimum=0), Param("b", "Ben's longer", int, 2, minimum=0),
+            Param("c", "Cy's longer", int, 1, minimum=0)))
+
+
+@pytest.mark.parametrize("path", ["aligned", "lm-draft"])
+@pytest.mark.parametrize(("asked", "served"), [
+    ("the total time they took", True),
+    ("the total time Ben and Cy took", False),  # two of the three: another total
+    ("the time Cy took", False),
+])
+def test_a_final_question_that_names_some_of_a_group_asks_for_less(path, asked, served):
+    """The entry asks about its people together ("the total time *they* took"); a question that names some of them
+    asks for a part of that total, whoever they are."""
+    question = (f"Ada washed the car in 3 hours. Ben took 5 hours longer than Ada. Cy took 2 hours longer than Ben. "
+                f"Calculate {asked} to do their chores.")
+    refused = check(CHORES, question, {"a": 3, "b": 5, "c": 2}, path)
+    assert (refused is None) == served, refused
+    if not served:
+        assert refused == "the question asks about some of the people of its story by name, the entry's about them all"
+
+
 @pytest.mark.parametrize(("question", "served"), [
     # a pronoun named, or a name made a pronoun: the same person
     ("Lucy buys 5 apples at the market. Omar buys 6 pears there. How many apples does she buy in 3 weeks?", True),
