@@ -432,9 +432,9 @@ class ReasoningGuard:
         (t_asks, t_if, t_story), (q_asks, q_if, q_story) = roles_asked_about(read.facts.literal), roles_asked_about(question)
         same = match_people(t_story, q_story) if cfg.check_roles else None
         if same is not None:
-            if other_people(tuple(same[p] for p in t_asks), q_asks):
-                return "the question asks about another person of its story than the entry's question does"
             who = tuple(same[p] for p in t_asks)
+            if other_people(who, q_asks):
+                return "the question asks about another person of its story than the entry's question does"
             if changed := asked_people_change(who, q_asks, q_story, template_pronoun=read.facts.asks_with_pronoun,
                                               template_group=read.facts.asks_about_a_group):
                 return changed
