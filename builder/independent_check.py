@@ -421,26 +421,28 @@ def _traded_agreement(question: str, plan: Plan, checking: Sequence[BoundProgram
     "which took her 4 hours ... 4 hours longer than the time Amalia took": the program's ``amalia_time = 4`` and its
     inline ``+ 4`` read two mentions of 4, and the planner's word overlap chose the second for ``amalia_time`` (it is
     nearer "Amalia" and "time"); every author's program then disagreed, and the check froze both numbers. The trade
-    is taken when an author's program other than the worked solution agrees with the traded entry on ``variants``
+    is taken when two authors' programs other than the worked solution agree with the traded entry on ``variants``
     variants and no checking program disagrees with it, except one whose own binding of the pair is a guess (literals
     of one value, no name that prefers it: a worked solution's "4+2 ... 6+4 ... 4+4"), which says nothing either
-    way."""
+    way. One program is not enough: its binding is the same planner's guess as the entry's, and where the two disagree
+    only a third says which is crossed (on the GSM8K import, trading on one program's word crossed two right entries:
+    `gsm8k-0367`'s "3 customers ... Three times", `gsm8k-1068`'s "3 less than ten ... another three")."""
     plain = [p for p in plan.params if not p.free and not p.mentions and not p.structural
              and all(f == "value" for _, f in p.literals)]
     rng = random.Random(1)  # its own draws: the check's variants stay those it would draw without this
     for i, p in enumerate(plain):
         for q in plain[i + 1:]:
             if close_to(float(p.mention.value), float(q.mention.value)) and _equal_literals(p, q):
-                if agreeing := _agreeing_traded(question, plan, checking, run_entry, variants, poses, p, q, rng):
+                if len(agreeing := _agreeing_traded(question, plan, checking, run_entry, variants, poses, p, q, rng)) >= 2:
                     return (p, q), (f"with {p.mention.text!r} and {q.mention.text!r} traded the entry agrees with "
-                                    f"{agreeing}, and no program that checks it disagrees")
+                                    f"{', '.join(agreeing)}, and no program that checks it disagrees")
     return None
 
 
 def _agreeing_traded(question: str, plan: Plan, checking: Sequence[BoundProgram], run_entry: RunEntry, variants: int,
                      poses: Callable[[dict[str, Any]], bool] | None, p: ParamPlan, q: ParamPlan,
-                     rng: random.Random) -> str:
-    """The programs (named) that agree with the entry with ``p`` and ``q`` traded, or "" when any disagrees."""
+                     rng: random.Random) -> list[str]:
+    """The programs (named) that agree with the entry with ``p`` and ``q`` traded; none when any disagrees."""
 
     def traded(values: dict[str, Any]) -> dict[str, Any]:
         return {**values, p.name: _as(p, values[q.name]), q.name: _as(q, values[p.name])}
@@ -458,8 +460,8 @@ def _agreeing_traded(question: str, plan: Plan, checking: Sequence[BoundProgram]
                 agreeing.append(b.source)
             continue
         if not _guesses_pair(question, b, a, c):
-            return ""
-    return ", ".join(agreeing)
+            return []
+    return agreeing
 
 
 def _traded_spans(plan: Plan) -> list[tuple[tuple[int, int], tuple[int, int]]]:

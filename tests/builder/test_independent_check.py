@@ -549,6 +549,7 @@ CHORES = ("Noor, Tim and Ada split the chores. Noor's job was to wash the car, w
 CHORES_OWN = "noor_time = 3\ntim_time = noor_time + 1\nada_time = noor_time + 3\nreturn noor_time + tim_time + ada_time"
 CHORES_OTHER = IndependentProgram("second", as_solution("noor_hours = 3\ntim_hours = noor_hours + 1\n"
                                                         "ada_hours = noor_hours + 3\nans = noor_hours + tim_hours + ada_hours"))
+CHORES_THIRD = IndependentProgram("third", as_solution("a = 3\nb = 1\nans = a + (a + b) + (a + 3)"))
 
 
 def chores_answer(entry, compiled, noor: int, tim_longer: int, ada_longer: int) -> float:
@@ -561,13 +562,13 @@ def chores_answer(entry, compiled, noor: int, tim_longer: int, ada_longer: int) 
 def test_two_mentions_of_one_value_bound_crossed_are_traded_when_other_authors_agree(importer: Importer) -> None:
     """The planner's word overlap binds ``noor_time = 3`` to Ada's "3 hours longer than the time Noor took": the
     entry is then wrong whenever the two 3s differ, and every other program disagrees. With the two mentions traded
-    the entry agrees with another author's program on every variant, and nothing else disagrees: the import plans
+    the entry agrees with two other authors' programs on every variant, and nothing else disagrees: the import plans
     the pair the other way round and keeps both numbers, instead of freezing them."""
     alone = importer.import_one(transcript(CHORES, CHORES_OWN, 13))
     assert alone.accepted
     crossed, compiled = load_entry(alone.source, alone.id)
     assert chores_answer(crossed, compiled, 2, 1, 5) != 12  # the planner's guess alone: Noor's 2 hours read as Ada's
-    result = importer.import_one(with_independent(transcript(CHORES, CHORES_OWN, 13), CHORES_OTHER))
+    result = importer.import_one(with_independent(transcript(CHORES, CHORES_OWN, 13), CHORES_OTHER, CHORES_THIRD))
     assert result.accepted, result.detail
     assert result.info["verification"]["status"] == "verified"
     assert not result.info["frozen"] and len(result.info["params"]) == 3, result.info
@@ -577,10 +578,14 @@ def test_two_mentions_of_one_value_bound_crossed_are_traded_when_other_authors_a
     assert chores_answer(entry, compiled, 6, 2, 1) == 21  # 6 + 8 + 7
 
 
-def test_a_worked_solution_alone_trades_nothing(importer: Importer) -> None:
-    """The worked solution is the judge that vetoes, never the one that decides: where it alone agrees with the
-    traded entry, the pair is not traded, and its disagreement freezes the two 3s as before."""
-    worked = dataclasses.replace(CHORES_OTHER, source=WORKED_SOLUTION)
-    result = importer.import_one(with_independent(transcript(CHORES, CHORES_OWN, 13), worked))
-    assert not result.accepted or len(result.info["params"]) < 3, result.info
-    assert not result.accepted or "traded" not in result.info
+@pytest.mark.parametrize("others", [
+    (dataclasses.replace(CHORES_OTHER, source=WORKED_SOLUTION), CHORES_THIRD),  # the worked solution never decides
+    (CHORES_OTHER,),  # one program against the entry: which of the two is crossed, nothing says
+])
+def test_a_pair_is_not_traded_on_one_program_s_word(importer: Importer, others) -> None:
+    """Where fewer than two authors' programs (the worked solution not counted) agree with the traded entry, the pair
+    is not traded: the disagreement freezes the two 3s as before, or another author's program becomes the entry."""
+    result = importer.import_one(with_independent(transcript(CHORES, CHORES_OWN, 13), *others))
+    assert result.accepted and "traded" not in result.info, result.info
+    entry, compiled = load_entry(result.source, result.id)
+    assert len(entry.params) < 3 or chores_answer(entry, compiled, 2, 1, 5) == 12, result.info
