@@ -17,6 +17,7 @@ from typing import Any
 
 from builder.gsm8k import Mention, context_words, words_after
 from builder.pot_import.program import Literal, close_to
+from edge_runtime.read.measures import unit_of
 
 #: Numbers that are usually unit conversions, not quantities of the question (60 minutes, 7 days...).
 UNIT_CONSTANTS = frozenset({7, 10, 12, 24, 30, 31, 52, 60, 100, 365, 1000, 3600, 0.01})
@@ -51,6 +52,8 @@ _DIMENSION_BEFORE = re.compile(r"\d\s*[x×]\s*$", re.IGNORECASE)
 
 
 _MONEY_TOKENS = name_tokens(_MONEY_WORDS)
+#: Words that make a variable a price or an amount of money (not "bought" or "sold": those name counts too).
+_PRICE_TOKENS = name_tokens("price cost dollar cent fee wage salary charge fare rent tip tax money worth value")
 
 
 def similarity(literal: Literal, question: str, mention: Mention, plain_twin: bool = False) -> float:
@@ -62,6 +65,15 @@ def similarity(literal: Literal, question: str, mention: Mention, plain_twin: bo
     others = name_tokens(" ".join(literal.names))
     score = len(ctx & own) + 0.25 * len(ctx & others)
     name_money = bool(name_tokens(literal.direct or " ".join(literal.names)) & _MONEY_TOKENS)
+    # the thing a number counts is named right after it ("2 adults and 2 children", "one calculator, and one
+    # geometry set"): a window of five words on each side reaches the neighbour of a list as far. Only for a variable
+    # named for what it holds (``adults = 2``; the target of an inline number names what it computes), a count (not a
+    # price, whose thing comes before it: "a ticket for $7 and popcorn for $7"; nor a word that is a number by what it
+    # names, "2 pairs"), and a thing (a unit says how much, not what: "after 3 weeks" is no ``height_after_first_week``)
+    head = words_after(question, mention, 1)
+    if literal.direct and head and unit_of(head[0]) is None and mention.kind != "structural" and not mention.money \
+            and not own & _PRICE_TOKENS:
+        score += 0.5 * len(name_tokens(head[0]) & name_tokens(literal.direct))
     if mention.money and literal.direct and not name_money:
         score -= 0.5
     elif mention.money and name_money and plain_twin:
@@ -94,11 +106,19 @@ def literal_form(value: Any, form: str) -> Any:
         return 1 - value / 100
     if form == "increase":
         return 1 + value / 100
+    if form == "one_plus":  # "1/5 times more" written as 1.2
+        return 1 + value
+    if form == "one_minus":  # "a quarter less" written as 0.75
+        return 1 - value
     return value
 
 
 _DECREASE = re.compile(r"\b(decrease[sd]?|off|discount(ed)?|less|reduc(e|ed|es|tion)|lower|drop(s|ped)?|los[te]s?|fall"
                        r"|fell|cheaper|sale)\b", re.IGNORECASE)
+
+
+_INCREASE = re.compile(r"\b(more|increase[sd]?|longer|larger|bigger|taller|higher|extra|additional|and\s+an?\s+half)\b",
+                       re.IGNORECASE)
 
 
 def value_matches(value: float, mention: Mention, question: str = "") -> str | None:
@@ -107,6 +127,14 @@ def value_matches(value: float, mention: Mention, question: str = "") -> str | N
     forms = [form for candidate, form in mention.literal_values() if close_to(candidate, value)]
     if mention.percent and close_to(1 + float(mention.value) / 100, value):
         forms.append("increase")  # "50% more" written as 1.5
+    if mention.kind == "structural" and 0 < float(mention.value) < 1:  # a fraction in words or "1/5"
+        # "1/5 times more" written as 1.2, "a quarter less" as 0.75; by the words around it, as a complement is read
+        # ("get 1 pound 1/2 off" at $3 is 1.5 as well, and no 1 + 1/2)
+        around = question[max(0, mention.start - 40):mention.end + 40]
+        if close_to(1 + float(mention.value), value) and _INCREASE.search(around) and not _DECREASE.search(around):
+            forms.append("one_plus")
+        if close_to(1 - float(mention.value), value) and _DECREASE.search(around):
+            forms.append("one_minus")
     if not forms:
         return None
     if "percent" in forms and "complement" in forms:

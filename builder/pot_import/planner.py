@@ -348,13 +348,14 @@ def _params_of(question: str, program: PalProgram, restored: dict[int, Any], ass
             continue
         mention, form = assigned[lit.id]
         reading: str | None = None
+        natural = float(mention.value) if form in ("one_plus", "one_minus") else value  # the number it states
         if form == "fraction" and mention.stated is not None:  # "3/5" written 0.6: the whole fraction is the slot
             start, end, whole = mention.stated
             mention = Mention(mention.index, start, end, question[start:end], whole, "structural", mention.percent,
                               mention.money, (), mention.stated)
             form, reading = "value", "fraction"
         elif not mention.parameterisable:
-            structural = _structural_slot(question, mention, float(value)) if structural_words else None
+            structural = _structural_slot(question, mention, float(natural)) if structural_words else None
             if structural is None:
                 constants.append(f"{shown} (the question's word {mention.text!r}: cannot be re-rendered as digits)")
                 continue
@@ -366,7 +367,7 @@ def _params_of(question: str, program: PalProgram, restored: dict[int, Any], ass
             continue
         plan = ParamPlan(name="", literals=[(lit.id, form)], mention=mention, original=mention.value)
         if mention.kind == "structural":
-            plan.original, plan.reading, plan.structural = float(value), reading, True
+            plan.original, plan.reading, plan.structural = float(natural), reading, True
         by_mention[mention.index] = plan
         params.append(plan)
     for index in conflicting:

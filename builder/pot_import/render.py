@@ -107,6 +107,9 @@ class _BodyWriter:
                     return ast.copy_location(name, node)
                 if form == "one":  # a fraction's denominator: its numerator's parameter holds the whole fraction
                     return ast.copy_location(ast.Constant(1), node)
+                if form in ("one_plus", "one_minus"):  # "1/5 times more" as 1 + the fraction
+                    op = ast.Add() if form == "one_plus" else ast.Sub()
+                    return ast.copy_location(ast.BinOp(ast.Constant(1), op, name), node)
                 if ":" in form:
                     _, ast_operator, factor, factor_first = conversion(form)
                     constant = ast.Constant(factor)

@@ -204,8 +204,8 @@ def test_only_the_number_written_next_to_the_scale_reads_the_percent(importer, q
 
 def test_literal_not_in_the_question_stays_constant(importer):
     q = (
-        "Jim earns $10 an hour and works 40 hours. Overtime pays time and a half. He works 5 hours of overtime. How "
-        "much does he earn?"
+        "Jim earns $10 an hour and works 40 hours. Overtime pays more. He works 5 hours of overtime. How much does he "
+        "earn?"
     )
     t = transcript(q, """
         wage = 10
@@ -970,6 +970,32 @@ def test_a_price_is_read_from_the_money_mention_not_a_same_valued_size():
     """)))
     cost = next(p for p in plan.params if p.name == "cost_2x4")
     assert q[cost.mention.start - 1] == "$"  # the "$4", not the 4 of "2 x 4"
+
+
+@pytest.mark.parametrize(("q", "body", "expected"), [
+    # in a list, a window of words on each side reaches the neighbour's noun: the noun right after a number says
+    ("A ride costs $26 for an adult and $12 for a child. If there are 2 adults and 2 children in the family, how "
+     "much do they pay?", "children = 2\nadults = 2\nreturn adults * 26 + children * 12",
+     {"adults": "2 adults", "children": "2 children"}),
+    ("He wants to buy five notebooks, two pens, one calculator, and one geometry set. How many things is that?",
+     "geometry_sets_bought = 1\ncalculators_bought = 1\nnotebooks = 5\npens = 2\n"
+     "return notebooks + pens + calculators_bought + geometry_sets_bought",
+     {"calculators_bought": "one calculator", "geometry_sets_bought": "one geometry"}),
+])
+def test_a_number_counts_the_thing_named_right_after_it(q, body, expected):
+    plan = plan_parameters(q, PalProgram(program(q, body)))
+    after = {p.name: " ".join(q[p.mention.start:].split()[:2]).strip(",") for p in plan.params}
+    assert {name: after[name] for name in expected} == expected
+
+
+def test_a_fraction_more_written_as_one_plus_it_is_that_fraction(importer):
+    """"1/5 times more" is written 1.2 by the program: the slot is the fraction, and "1/4 times more" takes its place."""
+    q = "Dijana rowed 50 miles. Anis rowed 1/5 times more miles than Dijana. How many miles did Anis row?"
+    entry, compiled = accepted_entry(importer, transcript(q, "dijana = 50\nanis = dijana * 1.2\nreturn anis", 60))
+    fraction = next(p for p in entry.params if p.original == pytest.approx(0.2))
+    assert "{" + fraction.name + "} times more" in entry.template
+    other = q.replace("50 miles", "40 miles").replace("1/5", "1/4")
+    assert compiled.run(Extractor(None).extract(entry, other).values).result["answer"] == pytest.approx(50)
 
 
 def test_the_one_of_a_complement_is_never_a_question_quantity():
