@@ -152,6 +152,30 @@ def test_a_quantity_changed_by_its_words_is_refused(question, why, path):
     assert why in check(SPRINTS, question, SPRINT_VALUES, path)
 
 
+ROWING = EntryPoint(id="rowing", description="rowing", root="r", template=(
+    "Dijana rowed {d} miles. Anis rowed {f} times more miles than Dijana. How many miles did the two of them row?"),
+    params=(Param("d", "Dijana's miles", int, 50, minimum=0), Param("f", "times more", float, 0.2, minimum=0)))
+
+
+@pytest.mark.parametrize(("compared", "refused"), [
+    ("1/4 times more miles than Dijana", None),
+    ("1/4 times as many miles as Dijana", "no longer compares with 'more'"),  # a fraction of, not a fraction more
+    ("1/4 of the miles Dijana rowed", "no longer compares with 'more'"),
+])
+@pytest.mark.parametrize("path", ["aligned", "lm-draft"])
+def test_a_comparison_the_question_drops_changes_the_quantity(compared, refused, path):
+    question = f"Dijana rowed 40 miles. Anis rowed {compared}. How many miles did the two of them row?"
+    why = check(ROWING, question, {"d": 40, "f": 0.25}, path)
+    assert (why is None) if refused is None else (why is not None and refused in why), why
+
+
+def test_than_alone_dropped_is_no_comparison_dropped():
+    """"twice the number of emeralds *than* the rubies" and "2 times as many emeralds as rubies" compare alike."""
+    template = "There were {d} diamonds, {r} fewer rubies than diamonds, and {e} the number of emeralds than the rubies."
+    question = "There were 170 opals, 60 fewer garnets than opals, and 2 times as many pearls as garnets."
+    assert changed_in_words(question, TemplateWording.of(template)) is None
+
+
 @pytest.mark.parametrize("question", [
     "James decides to run 3 sprints 3 times a month. He runs 60 meters each sprint. How many total meters does he "
     "run a month?",  # the period renamed throughout: the same reasoning
