@@ -188,13 +188,13 @@ def added_without_number(question: str, template: TemplateWording, template_word
 
 def changed_in_words(question: str, template: TemplateWording) -> str | None:
     """Why the question changes a quantity by its words, or None: a comparing word more often than the template ("60
-    meters *less* each sprint") or less often ("1/5 times *more* miles than" → "1/5 times as many miles as"), fewer words that take what remains ("3/4 of the *used* pieces" for "of the remaining
-    pieces"), an amount for all where the template gives it for each ("$3 *in total*" for "$3 each"), a change to an
-    amount where the template's is by one ("increased *to* $4"), a word in place of its opposite ("sold" for
-    "bought", "younger" for "older", "or" for "and": english_words.OPPOSITE_PAIRS; or a verb that moves a thing the
-    other way, "bought" for "ate": TO_THEM, AWAY), or a rate per another period where a text names another unit of
-    time to relate it to ("3 times a *month*" where the final question still asks "a week"; "plants 6 tulips *a
-    week* ... after 12 days")."""
+    meters *less* each sprint") or less often ("1/5 times *more* miles than" → "1/5 times as many miles as"), fewer
+    words that take what remains ("3/4 of the *used* pieces" for "of the remaining pieces"), an amount for all where
+    the template gives it for each ("$3 *in total*" for "$3 each"), a change to an amount where the template's is by
+    one ("increased *to* $4"), a word in place of its opposite ("sold" for "bought", "younger" for "older", "or" for
+    "and": english_words.OPPOSITE_PAIRS; or a verb that moves a thing the other way, "bought" for "ate": TO_THEM,
+    AWAY), or a rate per another period where a text names another unit of time to relate it to ("3 times a *month*"
+    where the final question still asks "a week"; "plants 6 tulips *a week* ... after 12 days")."""
     words = WORD.findall(question.lower())
     comparing = Counter(w for w in words if w in COMPARING_WORDS)
     if more := sorted(comparing - template.comparing):
