@@ -56,6 +56,10 @@ DISTRIBUTIVE = re.compile(rf"\b(?:each|per|every|apiece)\b|\b(?:a|an)\s+(?:{'|'.
                           re.IGNORECASE)
 TOTALLING = re.compile(r"\b(?:in total|altogether|all together|in all|combined|overall|for all of them)\b",
                        re.IGNORECASE)
+#: A price stated as a total: "worth *$1700 in total*", "*$100 for all of them*" (not "$400 *per month* in total", a rate
+#: already, nor "0.25 of the *overall* number", an adjective).
+_AMOUNT_TOTALLED = re.compile(r"[$€£]\s?\d[\d,.]*(?:\s+(?!(?:of|the|per|a|an|each|every)\b)[a-z]+){0,2}\s+"
+                              r"(?:in total|altogether|all together|in all|combined|for all of them)\b", re.IGNORECASE)
 #: A change stated as a difference ("increased *by* $4") or as the new amount ("increased *to* $4"): another number.
 _CHANGED = r"\b(?:increas|decreas|rais|reduc|ris|rose|grow|grew|drop|cut|lower|went up|went down|goes up|goes down)\w*"
 CHANGED_BY, CHANGED_TO = re.compile(_CHANGED + r"\s+by\b", re.I), re.compile(_CHANGED + r"\s+to\b", re.I)
@@ -144,6 +148,7 @@ class TemplateWording:
     totalling: int = 0  # its TOTALLING phrases
     changed_by: tuple[int, int] = (0, 0)  # its changes stated with "by" and with "to" (CHANGED_BY, CHANGED_TO)
     time_units: frozenset[str] = frozenset()  # every unit of time it names: time_units()
+    totalled_amounts: int = 0  # its amounts stated as a total (_AMOUNT_TOTALLED)
 
     @classmethod
     def of(cls, template: str) -> TemplateWording:
@@ -155,7 +160,8 @@ class TemplateWording:
                    frozenset(m["unit"].lower() for m in ARTICLE_TIME_SPAN.finditer(literal)),
                    sum(w in REMAINDER_WORDS for w in words), len(DISTRIBUTIVE.findall(numbered)),
                    len(TOTALLING.findall(literal)),
-                   (len(CHANGED_BY.findall(literal)), len(CHANGED_TO.findall(literal))), time_units(template))
+                   (len(CHANGED_BY.findall(literal)), len(CHANGED_TO.findall(literal))), time_units(template),
+                   len(_AMOUNT_TOTALLED.findall(numbered)))
 
 
 def rate_periods(text: str) -> frozenset[str]:
@@ -206,7 +212,8 @@ def changed_in_words(question: str, template: TemplateWording) -> str | None:
     if sum(w in REMAINDER_WORDS for w in words) < template.remainders:
         return "the question takes what remains of a quantity fewer times than the entry's question (another part)"
     if (len(TOTALLING.findall(question)) > template.totalling
-            and len(DISTRIBUTIVE.findall(question)) < template.distributive):
+            and len(DISTRIBUTIVE.findall(question)) < template.distributive) \
+            or len(_AMOUNT_TOTALLED.findall(question)) > template.totalled_amounts:  # "worth $1700 in total" for "worth ${v}"
         return "the question gives an amount for all of something where the entry's question gives it for each"
     (t_by, t_to), by, to = template.changed_by, len(CHANGED_BY.findall(question)), len(CHANGED_TO.findall(question))
     if (by < t_by and to > t_to) or (to < t_to and by > t_by):  # "increased *to* $4" for "increased by $4"

@@ -169,6 +169,28 @@ def test_a_comparison_the_question_drops_changes_the_quantity(compared, refused,
     assert (why is None) if refused is None else (why is not None and refused in why), why
 
 
+@pytest.mark.parametrize(("question", "refused"), [
+    ("If opals are worth $300 each and garnets are worth $800 each, how much are her jewels worth?", False),
+    ("If opals are worth $300 and garnets are worth $800, how much are all her jewels worth in total?", False),
+    ("If opals are worth $1700 in total and garnets are worth $800 each, how much are her jewels worth?", True),
+    ("If opals are worth $1700 for all of them and garnets are worth $800, how much are her jewels worth?", True),
+])
+def test_an_amount_stated_as_a_total_where_the_template_states_it_plainly(question, refused):
+    """"worth ${v}" is read per jewel by the entry; "worth $1700 in total" is the opals' total, another reasoning.
+    "in total" in the final question totals the answer, which the entry does anyway."""
+    template = "If opals are worth ${o} and garnets are worth ${g}, how much money are all her jewels worth?"
+    said = changed_in_words(question, TemplateWording.of(template))
+    assert (said is not None) == refused, said
+
+
+def test_a_rate_or_a_share_beside_a_total_is_no_amount_given_for_all():
+    """"$400 per month in total" is still per month, and "0.25 of the overall number" names no total of an amount."""
+    template = "They spend ${s} per month on food. After an hour, {f} of the people left. How much do they spend?"
+    question = "They spend $400 per month in total on food. After an hour, 0.25 of the overall number of people left. " \
+               "How much do they spend?"
+    assert changed_in_words(question, TemplateWording.of(template)) is None
+
+
 def test_than_alone_dropped_is_no_comparison_dropped():
     """"twice the number of emeralds *than* the rubies" and "2 times as many emeralds as rubies" compare alike."""
     template = "There were {d} diamonds, {r} fewer rubies than diamonds, and {e} the number of emeralds than the rubies."
