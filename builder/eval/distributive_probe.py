@@ -20,11 +20,18 @@ _UNITS = "|".join(TIME_UNITS)
 _EACH = re.compile(rf"(?<=\d)(?:\s+[a-z]+){{0,3}}?\s+(each|per\s+(?:{_UNITS})|a\s+(?:{_UNITS}))\b")
 
 
+#: Where a final sentence's own condition ends and what it asks begins ("If opals are worth $3 each, *how* much ...").
+_ASKING = re.compile(r",\s+(?:how|what|which|who|when)\b", re.IGNORECASE)
+
+
 def for_all(question: str) -> list[tuple[str, str]]:
     """(kind "each->in total", question) for each of ``FOR_ALL`` put in place of the first word for each one that
-    follows a number of the story before the final question ("$3 each", "4 pads a week"); none without one."""
+    follows a number of the story before the final question ("$3 each", "4 pads a week"), or else of the final
+    sentence's own condition ("If opals are worth $300 each, how much ..."); none without one."""
     start, _ = final_sentence(question)
     m = _EACH.search(question[:start])
+    if m is None and (asking := _ASKING.search(question, start)):
+        m = _EACH.search(question[:asking.start()], start)
     if m is None:
         return []
     return [(f"{m.group(1)}->{phrase}", question[:m.start(1)] + phrase + question[m.end(1):]) for phrase in FOR_ALL]
