@@ -139,11 +139,12 @@ arrive/leave enter/exit deposit/withdraw profit/loss earlier/later ahead/behind 
 same/different""".split())
 
 
-#: Verbs by the way a thing moves for whoever acts: to them ("buys", "gets", "earns") or away from them ("eats",
-#: "sells", "gives"). A verb of one way in place of one of the other reverses an operation as an opposite does ("She
-#: *ate* 2 slices" → "She *bought* 2 slices"); a rewording keeps the way ("ate" → "had", "consumed"). A trade moves
-#: goods one way and money the other, so its two sides are one act ("buys" / "spends", "sells" / "earns").
-TO_THEM = "buy get receive earn find collect gather pick win gain borrow".split()
+#: Verbs by the way a thing moves for whoever acts: to them ("buys", "gets", "earns"; "saves" and "keeps" hold it: "he
+#: *saves* $5 on cheddar" is no "*spends* $5") or away from them ("eats", "sells", "gives"). A verb of one way in place
+#: of one of the other reverses an operation as an opposite does ("She *ate* 2 slices" → "She *bought* 2 slices"); a
+#: rewording keeps the way ("ate" → "had", "consumed"). A trade moves goods one way and money the other, so its two
+#: sides are one act ("buys" / "spends", "sells" / "earns").
+TO_THEM = "buy get receive earn find collect gather pick win gain borrow save keep".split()
 AWAY = "eat sell give spend lose throw donate lend drop waste".split()
 _ONE_TRADE = {("buy", "spend"), ("earn", "sell")}
 

@@ -225,6 +225,18 @@ def test_a_word_in_place_of_its_opposite_is_refused(story, swapped):
     assert changed_in_words(stated, TemplateWording.of(template)) is None
 
 
+@pytest.mark.parametrize(("template", "question"), [
+    ("The pasta costs ${p} a box, and he spends ${c} on cheddar. How much does he spend in a year?",
+     "The pasta costs $5 a box, and he saves $4 on cheddar. How much does he spend in a year?"),
+    ("She painted {n} mugs and sold them for ${p} each. How much did she earn?",
+     "She painted 9 mugs and kept them for $16 each. How much did she earn?"),
+])
+def test_holding_money_or_goods_is_no_spending_or_selling(template, question):
+    """"saves" and "keeps" hold what "spends" and "sells" let go: in the other's place they reverse the operation."""
+    said = changed_in_words(question, TemplateWording.of(template))
+    assert said is not None and "where the entry's question says" in said, said
+
+
 def test_the_rest_explains_nothing_but_may_be_said_again():
     """"The rest of the plants are sold." adds a sale though the template says "the rest are flowering plants"."""
     template = ("There are {n} plants in her garden. {a} of her plants are indoor plants. {b} of the remaining are outdoor "
