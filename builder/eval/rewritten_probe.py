@@ -1,7 +1,7 @@
 """Changed questions made by rule from the probe templates' re-parameterisations: the writer and CLI the generators
 share (``final_question_probe``, ``added_quantity_probe``, ``number_free_probe``, ``remainder_probe``,
 ``direction_probe``, ``distributive_probe``, ``unit_probe``, ``period_probe``,
-``connective_probe``, ``comparison_probe``, ``holding_probe``).
+``connective_probe``, ``comparison_probe``, ``holding_probe``, ``bound_probe``).
 
 A generator is a function from a re-parameterised question to (kind, changed question) pairs. Its rows have no
 known answer ("None"): each changes the reasoning, so any answer served is a changed question served.

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from edge_runtime.read.english_words import opposites, word_stem
 from edge_runtime.read.measures import unit_of
@@ -56,6 +56,9 @@ DISTRIBUTIVE = re.compile(rf"\b(?:each|per|every|apiece)\b|\b(?:a|an)\s+(?:{'|'.
                           re.IGNORECASE)
 TOTALLING = re.compile(r"\b(?:in total|altogether|all together|in all|combined|overall|for all of them)\b",
                        re.IGNORECASE)
+#: A number given as a bound or an estimate, not an amount: "*at least* 4 pads", "*over* 20 people", "*about* $5".
+BOUNDED = re.compile(r"\b(at least|at most|no more than|no less than|more than|less than|fewer than|over|under|up to|"
+                     r"nearly|almost|about|around|approximately|roughly|close to)\s+[$€£]?\d", re.IGNORECASE)
 #: A price stated as a total: "worth *$1700 in total*", "*$100 for all of them*" (not "$400 *per month* in total", a rate
 #: already, nor "0.25 of the *overall* number", an adjective).
 _AMOUNT_TOTALLED = re.compile(r"[$€£]\s?\d[\d,.]*(?:\s+(?!(?:of|the|per|a|an|each|every)\b)[a-z]+){0,2}\s+"
@@ -149,6 +152,7 @@ class TemplateWording:
     changed_by: tuple[int, int] = (0, 0)  # its changes stated with "by" and with "to" (CHANGED_BY, CHANGED_TO)
     time_units: frozenset[str] = frozenset()  # every unit of time it names: time_units()
     totalled_amounts: int = 0  # its amounts stated as a total (_AMOUNT_TOTALLED)
+    bounded: Counter[str] = field(default_factory=Counter)  # its bounds and estimates before a number (BOUNDED)
 
     @classmethod
     def of(cls, template: str) -> TemplateWording:
@@ -161,7 +165,12 @@ class TemplateWording:
                    sum(w in REMAINDER_WORDS for w in words), len(DISTRIBUTIVE.findall(numbered)),
                    len(TOTALLING.findall(literal)),
                    (len(CHANGED_BY.findall(literal)), len(CHANGED_TO.findall(literal))), time_units(template),
-                   len(_AMOUNT_TOTALLED.findall(numbered)))
+                   len(_AMOUNT_TOTALLED.findall(numbered)), _bounds(numbered))
+
+
+def _bounds(text: str) -> Counter[str]:
+    """The bounds and estimates ``text`` puts before a number ("at least", "over", "about"), counted."""
+    return Counter(m.lower() for m in BOUNDED.findall(text))
 
 
 def rate_periods(text: str) -> frozenset[str]:
@@ -193,14 +202,17 @@ def added_without_number(question: str, template: TemplateWording, template_word
 
 
 def changed_in_words(question: str, template: TemplateWording) -> str | None:
-    """Why the question changes a quantity by its words, or None: a comparing word more often than the template ("60
-    meters *less* each sprint") or less often ("1/5 times *more* miles than" → "1/5 times as many miles as"), fewer
-    words that take what remains ("3/4 of the *used* pieces" for "of the remaining pieces"), an amount for all where
-    the template gives it for each ("$3 *in total*" for "$3 each"), a change to an amount where the template's is by
-    one ("increased *to* $4"), a word in place of its opposite ("sold" for "bought", "younger" for "older", "or" for
-    "and": english_words.OPPOSITE_PAIRS; or a verb that moves a thing the other way, "bought" for "ate": TO_THEM,
-    AWAY), or a rate per another period where a text names another unit of time to relate it to ("3 times a *month*"
-    where the final question still asks "a week"; "plants 6 tulips *a week* ... after 12 days")."""
+    """Why the question changes a quantity by its words, or None: a number given as a bound ("*at least* 4 pads"), a
+    comparing word more often than the template ("60 meters *less* each sprint") or less often ("1/5 times *more*
+    miles than" → "1/5 times as many miles as"), fewer words that take what remains ("3/4 of the *used* pieces" for
+    "of the remaining pieces"), an amount for all where the template gives it for each ("$3 *in total*" for "$3
+    each"), a change to an amount where the template's is by one ("increased *to* $4"), a word in place of its
+    opposite ("sold" for "bought", "younger" for "older", "or" for "and": english_words.OPPOSITE_PAIRS; or a verb that
+    moves a thing the other way, "bought" for "ate": TO_THEM, AWAY), or a rate per another period where a text names
+    another unit of time to relate it to ("3 times a *month*" where the final question still asks "a week"; "plants 6
+    tulips *a week* ... after 12 days")."""
+    if bounds := sorted(_bounds(question) - template.bounded):  # "uses *at least* 4 pads": no one amount to read
+        return f"the question gives a number as a bound ({bounds[0]!r}), not the amount the entry reads"
     words = WORD.findall(question.lower())
     comparing = Counter(w for w in words if w in COMPARING_WORDS)
     if more := sorted(comparing - template.comparing):

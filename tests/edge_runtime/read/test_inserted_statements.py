@@ -191,6 +191,24 @@ def test_a_rate_or_a_share_beside_a_total_is_no_amount_given_for_all():
     assert changed_in_words(question, TemplateWording.of(template)) is None
 
 
+@pytest.mark.parametrize(("question", "refused"), [
+    ("Sven uses 4 pads of paper a week. If there are 60 sheets on a pad, how many sheets does he use every month?", False),
+    ("Sven uses at least 4 pads of paper a week. If there are 60 sheets on a pad, how many sheets does he use every "
+     "month?", True),
+    ("Sven uses over 4 pads of paper a week. If there are 60 sheets on a pad, how many sheets does he use every "
+     "month?", True),
+    ("Sven uses 4 pads of paper a week. If there are about 60 sheets on a pad, how many sheets does he use every "
+     "month?", True),
+])
+def test_a_number_given_as_a_bound_is_no_amount_to_read(question, refused):
+    """"at least 4 pads" has no one answer: the entry's, read for exactly 4, would be served as if it had."""
+    template = "Sven uses {p} pads of paper a week. If there are {s} sheets on a pad, how many sheets does he use every month?"
+    said = changed_in_words(question, TemplateWording.of(template))
+    assert (said is not None) == refused, said
+    if "about 60" in question:  # a bound the template writes too is its own wording
+        assert changed_in_words(question, TemplateWording.of(template.replace("{s} sheets", "about {s} sheets"))) is None
+
+
 def test_than_alone_dropped_is_no_comparison_dropped():
     """"twice the number of emeralds *than* the rubies" and "2 times as many emeralds as rubies" compare alike."""
     template = "There were {d} diamonds, {r} fewer rubies than diamonds, and {e} the number of emeralds than the rubies."
