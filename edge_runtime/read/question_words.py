@@ -192,10 +192,18 @@ def _asking_part(final: str) -> str:
 _PRONOUNS = frozenset("he she him her his hers they them their theirs".split())
 
 
+def _asking_words(text: str, *, instruction: bool = False) -> set[str]:
+    """The lower-cased words of the asking part of the text's final question; with ``instruction``, of its last
+    sentence where it asks nothing ("Calculate the total time they took.")."""
+    spans = sentences(text)
+    finals = [text[s:e] for s, e in spans if "?" in text[s:e]] or ([text[s:e] for s, e in spans[-1:]] if instruction
+                                                                    else [])
+    return set(WORD.findall(_asking_part(finals[-1]).lower())) if finals else set()
+
+
 def asks_with_pronoun(text: str) -> bool:
     """The text's final question asks about someone by a pronoun ("How many does *she* have?")."""
-    finals = [text[s:e] for s, e in sentences(text) if "?" in text[s:e]]
-    return bool(finals) and bool(_PRONOUNS & set(WORD.findall(_asking_part(finals[-1]).lower())))
+    return bool(_PRONOUNS & _asking_words(text))
 
 
 _GROUP = frozenset("they them their theirs".split())
@@ -204,9 +212,7 @@ _GROUP = frozenset("they them their theirs".split())
 def asks_about_a_group(text: str) -> bool:
     """The text's final question (or instruction) asks about its people together by a plural pronoun ("the total time
     *they* all took", "how much do *they* have left")."""
-    spans = sentences(text)
-    finals = [text[s:e] for s, e in spans if "?" in text[s:e]] or [text[s:e] for s, e in spans[-1:]]
-    return bool(finals) and bool(_GROUP & set(WORD.findall(_asking_part(finals[-1]).lower())))
+    return bool(_GROUP & _asking_words(text, instruction=True))
 
 
 def match_people(template: tuple[str, ...], question: tuple[str, ...]) -> dict[str, str] | None:
