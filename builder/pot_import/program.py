@@ -12,6 +12,7 @@ import copy
 import keyword
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from builder.pot_import.transcripts import Rejected
@@ -183,7 +184,7 @@ class PalProgram:
                 found.add(index)
             return a // b if floor else exact
 
-        traced = self._traced()
+        traced = self._traced
         values = values or {}
         try:
             for lid, value in values.items():
@@ -199,9 +200,10 @@ class PalProgram:
             namespace["solution"]()
         return frozenset(found)
 
+    @cached_property
     def _traced(self) -> ast.Module:
-        """The program with every ``a / b`` and ``a // b`` calling the tracer; its literal nodes are the program's
-        own, so that ``run``'s literal replacement reaches it."""
+        """The program with every ``a / b`` and ``a // b`` calling the tracer, built once; its literal nodes are the
+        program's own, so that the literal replacement of each run reaches it."""
         memo: dict[int, Any] = {id(lit.node): lit.node for lit in self.literals}
         tree = copy.deepcopy(self.tree, memo)
         count = 0
