@@ -449,9 +449,11 @@ def _structural_slot(question: str, mention: Mention, literal: float) -> tuple[M
 
 def _join_repeats(question: str, params: Sequence[ParamPlan], mentions: Sequence[Mention], taken: set[int]) -> None:
     """A parameter's number stated again for the same thing ("Katherine has 5 hanging baskets ... filling
-    all 5 hanging baskets") becomes another mention of that parameter, so a variant restates both.
+    all 5 hanging baskets", "5 apple pies ... the five pies") becomes another mention of that parameter, so a
+    variant restates both.
 
-    Same spelling and the same thing counted after it (:func:`_counts_the_same`); no literal reads the repeat.
+    The same number (:func:`_same_number`) and the same thing counted after it (:func:`_counts_the_same`); no
+    literal reads the repeat.
     Left a constant, the repeat would refuse every variant that changes both (the guard finds the entry's 5
     missing). Joined, the
     slot binds only when the two agree, and the program, right on the original, reads the value once.
@@ -465,12 +467,20 @@ def _join_repeats(question: str, params: Sequence[ParamPlan], mentions: Sequence
             continue
         repeats = tuple(
             m for m in mentions
-            if m.index not in joined and m.index not in taken and m.kind == p.mention.kind
-            and m.text.lower() == p.mention.text.lower() and _counts_the_same(head, words_after(question, m, 2))
+            if m.index not in joined and m.index not in taken and _same_number(m, p.mention)
+            and _counts_the_same(head, words_after(question, m, 2))
         )
         if repeats:
             p.mentions = tuple(sorted((p.mention, *repeats), key=lambda m: m.start))
             joined.update(m.index for m in repeats)
+
+
+def _same_number(m: Mention, n: Mention) -> bool:
+    """Two mentions that state one number the same way, in digits or as a cardinal word ("5 apple pies ... the
+    five pies"), each a whole number of its own (not "two" of "two thirds"), both or neither a price or a percent."""
+    return (m.kind in ("digits", "word") and n.kind in ("digits", "word") and close_to(float(m.value), float(n.value))
+            and m.percent == n.percent and m.money == n.money
+            and all(x.stated is None or x.stated[:2] == (x.start, x.end) for x in (m, n)))
 
 
 def _counts_the_same(first: Sequence[str], second: Sequence[str]) -> bool:

@@ -59,6 +59,7 @@ from edge_runtime.answer.currency import SYMBOLS as CURRENCY_SYMBOLS
 from edge_runtime.entries.metadata import Param
 from edge_runtime.read import final_question as fq
 from edge_runtime.read.measures import unit_of
+from edge_runtime.read.template_match import same_number
 
 _NAME = "\x01"  # the shape of any run of naming words, in the alignment by shape
 _CURRENCY = set(CURRENCY_SYMBOLS)
@@ -317,7 +318,7 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
             in_target.append(([vocab.norm(w) for w in words], [vocab.norm(w) for w in q_words if w not in taken],
                               i2 <= asking_start))
         for name, span in read.items():
-            if values.setdefault(name, span) != span:
+            if not same_number(values.setdefault(name, span), span):
                 return None  # a repeated slot reads two different values
     if not names_one_to_one and any((b, a) in swapped for a, b in swapped):
         return None  # two template words traded places: the values' roles swapped

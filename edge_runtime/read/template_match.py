@@ -10,6 +10,9 @@ import re
 import string
 from functools import lru_cache
 
+from edge_runtime.errors import ArcError
+from edge_runtime.read.values import parse_quantity
+
 _SPACE = re.compile(r"\s+")
 #: Punctuation that ends a clause inside a slot's text ("four. The sky was clear", "four, but none are counted"):
 #: a value is never written across it ("1,000" and "2.5" have no space after theirs).
@@ -29,8 +32,10 @@ def template_pattern(template: str, choices: tuple[tuple[str, tuple[str, ...]], 
         if literal:
             parts.append(r"\s+".join(re.escape(word) for word in literal.split(" ")) if literal.strip() else r"\s+")
         if field is not None:
-            if field in seen:
+            if field in seen and field in allowed:
                 parts.append(f"(?P={field})")
+            elif field in seen:  # a number stated twice, perhaps spelt two ways ("5 pies ... the five pies")
+                parts.append(f"(?P<{field}{_REPEAT}{len(parts)}>.+?)")
             else:
                 options = allowed.get(field)
                 body = "|".join(re.escape(o) for o in sorted(options, key=len, reverse=True)) if options else ".+?"
@@ -48,7 +53,25 @@ def match_template(
     found = template_pattern(_SPACE.sub(" ", template.strip()), key).fullmatch(text)
     if found is None:
         return None
-    slots = {name: value.strip() for name, value in found.groupdict().items()}
-    if not all(slots.values()) or any(_CLAUSE_END.search(v) for v in slots.values()):
+    texts = {name: value.strip() for name, value in found.groupdict().items()}
+    if not all(texts.values()) or any(_CLAUSE_END.search(v) for v in texts.values()):
         return None  # a slot stretched over a clause the question inserted: the aligned path judges it
+    slots = {name: text for name, text in texts.items() if _REPEAT not in name}
+    if not all(same_number(slots[name.split(_REPEAT)[0]], text) for name, text in texts.items() if _REPEAT in name):
+        return None  # a repeated slot states two different numbers
     return slots
+
+
+#: Joins a repeated slot's name to the place of its repeat in the pattern (a name a template field cannot have).
+_REPEAT = "__again"
+
+
+def same_number(a: str, b: str) -> bool:
+    """Whether two slot texts state one number: the same text, or the same value and unit ("5" and "five")."""
+    if a.lower() == b.lower():
+        return True
+    try:
+        x, y = parse_quantity(a), parse_quantity(b)
+    except ArcError:
+        return False
+    return x.value == y.value and x.unit == y.unit

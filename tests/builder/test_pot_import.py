@@ -874,6 +874,24 @@ def test_a_number_restated_for_the_same_thing_is_the_same_slot(importer):
         Extractor(None).extract(entry, q.replace("has 5 hanging", "has 7 hanging"))
 
 
+def test_a_number_restated_in_words_for_the_same_thing_is_the_same_slot(importer):
+    """GSM8K 42: "baked 5 apple pies ... set the five pies out", the program reading the second: left a constant, the
+    first 5 refused every question with another number of pies."""
+    q = ("Grandma baked 5 apple pies. She cut each pie into 8 pieces and set the five pies out on the table. "
+         "At the end there were 14 pieces left. How many pieces were eaten?")
+    t = transcript(q, """
+        pies = 5
+        pieces = 8
+        left = 14
+        return pies * pieces - left
+    """, 26)
+    entry, compiled = load_entry(accepted(importer, t).source, "gsm8k-0007")
+    assert entry.template.count("{pies}") == 2, entry.template
+    assert answer(entry, compiled, q.replace("5 apple", "6 apple").replace("five pies", "six pies")) == 34
+    with pytest.raises(ExtractionError):  # the two mentions must agree
+        Extractor(None).extract(entry, q.replace("5 apple", "6 apple"))
+
+
 def test_a_unit_like_number_summed_with_stated_counts_is_a_stated_count(importer):
     """GSM8K 1071: ``25 + 7 + 13 - 4`` of "25 classmates and the 7 girls ... 13 family members ... 4 could not come":
     a 7 written inline among stated counts is the 7 girls, not the days of a week (a lone "/ 60" next to "60%", or

@@ -53,6 +53,16 @@ def test_repeated_slot_names_must_agree():
     assert match_template(template, "2 plus 3 is 4") is None
 
 
+def test_a_repeated_slot_may_state_its_number_in_words_once():
+    """"5 apple pies ... the five pies": one number written two ways is one slot; two numbers are not."""
+    template = "She baked {pies} apple pies and set the {pies} pies out. {left} were left."
+    assert match_template(template, "She baked 8 apple pies and set the eight pies out. 3 were left.") == {
+        "pies": "8", "left": "3"}
+    assert match_template(template, "She baked 8 apple pies and set the nine pies out. 3 were left.") is None
+    assert match_template(template, "She baked 8 apple pies and set the 8 cakes out. 3 were left.") is None
+    assert match_template("{cost} now, {cost} later", "$5 now, 5 later") is None  # a price and a count
+
+
 @pytest.mark.parametrize(
     ("template", "question", "expected"),
     [
