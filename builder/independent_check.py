@@ -30,6 +30,7 @@ from typing import Any
 
 from builder.gsm8k import is_close
 from builder.independent import IndependentProgram
+from builder.independent_vouch import unvouched_guesses
 from builder.pot_import.matching import similarity
 from builder.pot_import.plan import ParamPlan, Plan, draw_values, oracle_values
 from builder.pot_import.planner import plan_parameters
@@ -245,6 +246,9 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
             return Disagreement((f"trade {p.mention.start} {q.mention.start}: {why}",), (), disagreeing[0][1],
                                 ((p.mention.start, q.mention.start),))
     vetoes = [b for b, _ in disagreeing if b.source == WORKED_SOLUTION]
+    if agreeing and not vetoes and (unvouched := unvouched_guesses(plan, [b for b, _ in agreeing], question, program)):
+        return Disagreement(tuple(f"param {p.name}: {why}" for p, why in unvouched), tuple(p.name for p, _ in unvouched),
+                            unvouched[0][1])
     if agreeing and not vetoes:
         fixed = fixed_of[id(agreeing[0][0])]
         names = tuple(b.source for b, _ in agreeing if fixed_of[id(b)] == fixed)

@@ -84,6 +84,13 @@ class Plan:
     unexplained: list[str] = field(default_factory=list)  # literals neither stated nor unit constants
     #: pairs of mentions of one value (their starts) whose parameters were traded on the independent check's evidence
     traded: list[tuple[int, int]] = field(default_factory=list)
+    #: parameters left varying that a constant of the program may have been computed from (name -> why, those
+    #: constants, and whether a mention no parameter reads states the same number): the planner freezes them unless
+    #: told that the independent check decides (``plan_parameters(freeze_derived=False)``,
+    #: :func:`builder.independent_check.check`)
+    suspects: dict[str, tuple[str, tuple[float, ...], bool]] = field(default_factory=dict)
+    #: parameters kept constant for that suspicion alone (a subset of ``frozen``)
+    derived: list[str] = field(default_factory=list)
 
 
 def draw_values(plan: Plan, rng: random.Random) -> dict[str, Any]:

@@ -59,7 +59,9 @@ def plan_parameters(
        a parameter that a constant not stated in the question was computed from is frozen too (the
        program precomputed something from it, so it cannot vary) — unless ``freeze_derived`` is
        False: an independent program that checks an entry reads every number it can (a stale
-       constant there makes it disagree, which only costs the entry a parameter).
+       constant there makes it disagree, which only costs the entry a parameter), and an entry
+       whose suspects the independent check decides (``Plan.suspects``) needs no guess (one whose number
+       a mention no parameter reads states too it cannot decide: :func:`_twinned`).
     4. ``traded``: pairs of mentions of one value (their starts) whose parameters take each other's mention, where the
        independent check found the guess of step 2 crossed (:func:`builder.independent_check._traded_agreement`).
     """
@@ -79,12 +81,14 @@ def plan_parameters(
                                                 _fraction_literals(program.func, pool))
     traded_pairs = _trade_mentions(params, traded)
     _name_params(params, program, question, all_names(program.func))
-    derived = _derived_from(program, params, restored, mentions, set(assigned)) if freeze_derived else {}
+    suspects, suspected_constants = _derived_from(program, params, restored, mentions, set(assigned))
+    derived = suspects if freeze_derived else {}
+    twinned = _twinned([p for p in params if p.name not in frozen], mentions)
     frozen_all = set(frozen) | set(derived)
     kept = [p for p in params if p.name not in frozen_all]
     for p in params:
         if p.name in frozen_all:
-            why = derived.get(p.name) or "a failed round trip"
+            why = suspects.get(p.name) or "a failed round trip"
             constants.append(f"{format_value(p.original)} ({p.name}, kept constant: {why})")
     settled = free_numbers and not unexplained and not frozen_all  # no constant may come from a stated number
     read = {mm.index for mm, _ in assigned.values()}  # mentions a literal reads
@@ -100,7 +104,18 @@ def plan_parameters(
         kept += _free_params(question, unused_mentions, program, restored, {p.name for p in kept} | all_names(program.func),
                              fixed)
     return Plan(kept, restored, constants, unused, sorted(frozen_all & {p.name for p in params}), unexplained,
-                traded_pairs)
+                traded_pairs, {p.name: (suspects[p.name], tuple(sorted(suspected_constants[p.name])), p.name in twinned)
+                               for p in kept if p.name in suspects},
+                sorted((set(derived) - set(frozen)) & {p.name for p in params}))
+
+
+def _twinned(params: Sequence[ParamPlan], mentions: Sequence[Mention]) -> set[str]:
+    """Parameters whose number a mention that no parameter reads states as well ("turn 12 in 3 years ... be in 3
+    years")."""
+    read = {m.index for p in params for m in (p.mention, *p.mentions)}
+    return {p.name for p in params
+            if any(m.parameterisable and m.index not in read and close_to(float(m.value), float(p.mention.value))
+                   for m in mentions)}
 
 
 def _trade_mentions(params: Sequence[ParamPlan], traded: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -539,8 +554,9 @@ def _free_params(question: str, unused: Sequence[Mention], program: PalProgram, 
 def _derived_from(
     program: PalProgram, params: Sequence[ParamPlan], restored: dict[int, Any], mentions: Sequence[Mention],
     explained: set[int],
-) -> dict[str, str]:
-    """Parameters the program may have precomputed into a constant, which must then stay constant:
+) -> tuple[dict[str, str], dict[str, set[float]]]:
+    """Parameters the program may have precomputed into a constant, which must then stay constant (name -> why,
+    and name -> the constants suspected to come from it):
 
     - a constant not stated in the question that equals a combination of a parameter with another
       value in one or two steps (``lodgepole_pine = 40`` from "twenty ... twice as many";
@@ -549,6 +565,7 @@ def _derived_from(
       question's "10 boxes" is a parameter): it may be that parameter, read twice, once as a constant.
     """
     assigned_ids = {lid for p in params for lid, _ in p.literals} | explained
+    constants: dict[str, set[float]] = {}
     values = [(p.name, float(p.original)) for p in params if not p.free]
     values += [(p.name, float(p.original) / 100) for p in params if p.mention.percent and not p.free]
     extra = [(None, float(v)) for m in mentions if m.kind == "structural" for v in (m.value, *m.alternatives)]
@@ -562,6 +579,11 @@ def _derived_from(
         return (a + b, a - b, b - a, a * b, a / b if b else math.nan, b / a if a else math.nan)
 
     out: dict[str, str] = {}
+
+    def suspect(name: str, c: float, why: str) -> None:
+        out.setdefault(name, why)
+        constants.setdefault(name, set()).add(c)
+
     for lit in program.literals:
         if lit.id in assigned_ids or lit.excluded:
             continue
@@ -569,7 +591,7 @@ def _derived_from(
         if c in UNIT_CONSTANTS:
             for name, value in values:
                 if close_to(value, c) and not lit.direct:
-                    out.setdefault(name, f"the program's {format_value(c)} may be this value")
+                    suspect(name, c, f"the program's {format_value(c)} may be this value")
             continue
         if abs(c) in (0.0, 1.0, 2.0, 0.5):
             continue
@@ -584,8 +606,8 @@ def _derived_from(
                         for r2 in (r * k, r / k, r + k, r - k))):
                 for n in (na, nb):  # every parameter that can explain it: which one did is unknowable
                     if n is not None:
-                        out.setdefault(n, f"the program's {format_value(c)} may be computed from it")
-    return out
+                        suspect(n, c, f"the program's {format_value(c)} may be computed from it")
+    return out, constants
 
 
 def _name_params(params: list[ParamPlan], program: PalProgram, question: str, used: set[str]) -> None:

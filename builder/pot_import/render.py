@@ -345,6 +345,9 @@ def _module_docstring(t: Transcript, program: PalProgram, plan: Plan) -> str:
     ]
     if plan.constants:
         notes.append("Kept constant: " + "; ".join(plan.constants) + ".")
+    if plan.suspects:
+        notes.append("Varying on the independent check's evidence, though a constant of the program may come from "
+                     "them: " + "; ".join(f"{name} ({why})" for name, (why, _, _) in sorted(plan.suspects.items())) + ".")
     if plan.unused_mentions:
         notes.append("Question numbers the program does not read as literals: " + ", ".join(plan.unused_mentions) + ".")
     if plan.traded:

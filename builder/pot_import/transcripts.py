@@ -58,6 +58,9 @@ class Transcript:
     #: Where ``code`` came from when it is not the transcript file's own program: the independent source whose
     #: program the importer tried in its place (:meth:`Importer.import_one`).
     program_source: str = ""
+    #: Parameters that a constant of the program may have been computed from vary, and the independent check decides
+    #: whether they may (:meth:`Importer.import_one`); otherwise the planner keeps them constant.
+    check_derived: bool = False
 
     @property
     def entry_id(self) -> str:

@@ -206,7 +206,8 @@ class Importer:
                          for m in re.finditer(r"trade (\d+) (\d+)", r)})
         try:
             program = self._program(t)
-            plan = plan_parameters(t.question, program, t.variant, t.docstring, frozen, fixed=fixed, traded=traded)
+            plan = plan_parameters(t.question, program, t.variant, t.docstring, frozen, fixed=fixed, traded=traded,
+                                   freeze_derived=not t.check_derived)
             if plan.restored:
                 program.set_defaults(plan.restored)
             expected = _run_original(program)
@@ -377,11 +378,18 @@ class Importer:
 
         Why: a PAL program that writes a stated number as a literal twice, or computes one from another, loses
         those parameters to its own round trips, while another author's program for the question may read them
-        all; agreement with the remaining programs on rendered variants is what trusts it, as for the row's own."""
-        result = self._import_group(t)
-        if not self.options.alternatives or not t.independent:
+        all; agreement with the remaining programs on rendered variants is what trusts it, as for the row's own.
+
+        Last, where the kept import holds a parameter constant only because a constant of its program may have been
+        computed from it (the planner's suspicion, by arithmetic on the values alone: "4" of "every 15 minutes" for
+        an hour, but also of "60 snowballs" / 15), the same program is imported once more with those parameters
+        varying, and kept only if verified and trusted with more numbers: a constant that was computed from one of
+        them makes the entry disagree with every program that reads it, which freezes it on the retry; one that
+        merely shares a value does not."""
+        result, chosen = self._import_group(t), t
+        if not t.independent:
             return result
-        for alternative in self._alternatives(t):
+        for alternative in self._alternatives(t) if self.options.alternatives else ():
             if _reads_every_number(result):
                 break  # nothing left to gain
             try:
@@ -389,8 +397,21 @@ class Importer:
             except Exception:  # noqa: BLE001 - another author's program failing in a new way costs only itself
                 continue
             if _trust(tried)[0] == 1 and _trust(tried) > _trust(result):  # only verified, never a guess
+                result, chosen = tried, alternative
+        if self._suspects_frozen(chosen):
+            tried = self._import_group(dataclasses.replace(chosen, check_derived=True))
+            if _trust(tried)[0] == 1 and _trust(tried) > _trust(result):
                 result = tried
         return result
+
+    def _suspects_frozen(self, t: Transcript) -> bool:
+        """Whether the planner keeps a parameter of ``t``'s program constant for the suspicion alone that a constant
+        was computed from it."""
+        try:
+            program = self._program(t)
+            return bool(plan_parameters(t.question, program, t.variant, t.docstring).derived)
+        except Exception:  # noqa: BLE001 - a program that cannot be planned was imported (or rejected) as it is
+            return False
 
     def _alternatives(self, t: Transcript) -> Iterator[Transcript]:
         """Every other author's program in place of the row's own (not the worked solution: a checker only, as an
@@ -429,6 +450,7 @@ class Importer:
                     "row": t.row, "reference_row": t.ref_index, "join": t.join, "question": t.question,
                     "gold": t.gold, "params": [p.name for p in c.plan.params],
                     "frozen": c.plan.frozen, "attempts": len(outcome.attempts),
+                    **({"suspects": sorted(c.plan.suspects)} if c.plan.suspects else {}),
                     "program": t.program_source or "own",
                     "read_params": [p.name for p in c.plan.params if not p.free],
                     "unexplained_constants": c.plan.unexplained, "unused_question_numbers": c.plan.unused_mentions,
