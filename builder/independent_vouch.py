@@ -100,7 +100,10 @@ def _unvouched_suspects(plan: Plan, agreeing: Sequence[BoundProgram]) -> list[tu
 
 
 def _writes_any(b: BoundProgram, values: Sequence[float]) -> bool:
-    """Whether ``b`` writes one of ``values`` as a literal that no mention of the question binds."""
-    bound = {lid for q in b.plan.params for lid, _ in q.literals}
-    return any(lit.id not in bound and isinstance(lit.value, (int, float)) and not isinstance(lit.value, bool)
+    """Whether ``b`` writes one of ``values`` as a literal that no number of the question binds, or only a number word
+    by its value: "half the amount" of "$1.00" written 0.5 is bound to "half", and a program that writes it so has
+    computed it beforehand just as the entry did (gsm8k-0567). One bound to a number stated in digits or as a
+    cardinal reads the question."""
+    stated = {lid for q in b.plan.params if not q.structural for lid, _ in q.literals}
+    return any(lit.id not in stated and isinstance(lit.value, (int, float)) and not isinstance(lit.value, bool)
                and any(close_to(float(lit.value), v) for v in values) for lit in b.program.literals)

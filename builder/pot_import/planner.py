@@ -155,6 +155,7 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
     plain_values = {m.value for m in mentions if not m.money}
     fractions = _written_fractions(func, pool, restored)
     counted = _in_sums_of_stated(func, pool, restored, mentions)
+    added = _added_operands(func)
     candidates = []
     for lit in pool:
         value = float(restored.get(lit.id, lit.value))
@@ -164,6 +165,8 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
             form = value_matches(value, mention, question)
             if form is None:
                 continue
+            if id(lit.node) in added and not lit.direct and _scales(mention, value):
+                continue  # "Two years ago ... half Jan's age": ``jan_age - 2`` is the two years, never the half
             sim = similarity(lit, question, mention, mention.value in plain_values)
             if (not lit.direct and sim <= 0 and (value in UNIT_CONSTANTS or value == 1.0) and mention.kind != "structural"
                     and not hyphenated_measure(question, mention) and id(lit.node) not in counted):
@@ -189,6 +192,29 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
         -c[0], 0 if c[1].direct else 1, abs(rank_l[c[1].id] - rank_m[(c[4], c[2].index)]), c[1].order, c[2].index,
     ))
     return candidates
+
+
+def _added_operands(func: ast.FunctionDef) -> set[int]:
+    """The nodes a sum or a difference adds or subtracts (``x - 2``, ``x += 2``)."""
+    out: set[int] = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            out |= {id(node.left), id(node.right)}
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
+            out.add(id(node.value))
+    return out
+
+
+def _scales(mention: Mention, value: float) -> bool:
+    """Whether a literal of ``value`` would read ``mention`` as a ratio: "twice" as 2, "half" as the 2 of its
+    reciprocal. A ratio multiplies or divides; added or subtracted, the number is another quantity of that value. Not
+    "half" as 0.5 ("half an hour" is an amount) nor "a dozen" (a count)."""
+    if mention.kind != "structural":
+        return False
+    word = mention.text.lower().split("-")[-1]
+    if mention.text.lower() in _MULTIPLIERS:
+        return True
+    return (word in _FRACTIONS or word.rstrip("s") in _FRACTIONS) and value > 1
 
 
 def _in_sums_of_stated(func: ast.FunctionDef, pool: Sequence[Literal], restored: dict[int, Any],
@@ -254,6 +280,7 @@ def _assign(candidates: Sequence[list[Any]], program: PalProgram, mentions: Sequ
             continue
         assigned[lit.id] = (mention, form)
         taken.add(mention.index)
+    _free_for_ratio_words(candidates, assigned, taken)
     # a literal whose value is a mention another literal took shares that parameter ("70 chips each")
     # (an inline literal too, when the question states its value once and the literal's variable names the same
     # thing as the variable that took it: ``sunday_gingerbread = 10 + more`` after ``saturday_gingerbread = 10``)
@@ -276,6 +303,29 @@ def _assign(candidates: Sequence[list[Any]], program: PalProgram, mentions: Sequ
                 continue
         assigned[lit.id] = (mention, form)
     return assigned, taken
+
+
+def _free_for_ratio_words(candidates: Sequence[list[Any]], assigned: dict[int, tuple[Mention, str]],
+                          taken: set[int]) -> None:
+    """A literal left without a mention because the one it could read went to another literal, which could read a ratio
+    word that no literal took, takes that mention, and the other the word ("5 - 2 ... * 2" of "half as many ... plus
+    two extra": the 2 subtracted cannot be the half, so the 2 that scales reads "half" and the other "two").
+    (``assigned`` and ``taken`` grow.)"""
+    by_literal: dict[int, list[list[Any]]] = {}
+    for c in candidates:
+        by_literal.setdefault(c[1].id, []).append(c)
+    for lid, rows in by_literal.items():
+        if lid in assigned:
+            continue
+        for _score, lit, mention, form, _value in rows:
+            holder = next((h for h, (m, _) in assigned.items() if m.index == mention.index), None)
+            ratio = next((c for c in by_literal.get(holder, ()) if c[2].index not in taken and _scales(c[2], c[4])),
+                         None) if holder is not None else None
+            if ratio is not None:
+                assigned[holder] = (ratio[2], ratio[3])
+                taken.add(ratio[2].index)
+                assigned[lit.id] = (mention, form)
+                break
 
 
 #: A question that makes one amount equal to another ("an equal amount of ham", "the same number of"; not "as many
@@ -562,13 +612,21 @@ def _derived_from(
       value in one or two steps (``lodgepole_pine = 40`` from "twenty ... twice as many";
       ``average = total * 0.3`` from "40% ... the rest equally divided": (1 - 40/100) / 2);
     - a unit-constant literal equal to a parameter's value (``sunday = 10 + more`` where the
-      question's "10 boxes" is a parameter): it may be that parameter, read twice, once as a constant.
+      question's "10 boxes" is a parameter): it may be that parameter, read twice, once as a constant;
+    - a literal 2 (or 1, 0.5) equal to a number word's parameter ("doubled" read by one of three ``* 2``: the
+      others answered for doubling on "tripled", gsm8k-0284), or added to or subtracted from something where a
+      parameter holds its value ("Two years ago" and ``vince_then + 2``, gsm8k-1128), or a number word's value where a
+      parameter is 1 ("half the amount" of "$1.00" written 0.5, gsm8k-0567, whether or not that 0.5 is read as the
+      word). Such a value is too common for the arithmetic above; these uses are where it was the parameter read again,
+      or computed from it.
     """
     assigned_ids = {lid for p in params for lid, _ in p.literals} | explained
     constants: dict[str, set[float]] = {}
+    added = _added_operands(program.func)
     values = [(p.name, float(p.original)) for p in params if not p.free]
     values += [(p.name, float(p.original) / 100) for p in params if p.mention.percent and not p.free]
     extra = [(None, float(v)) for m in mentions if m.kind == "structural" for v in (m.value, *m.alternatives)]
+    ratios = list(extra)  # the number words' values: "half" of a 1 is 0.5, which the program may have written
     extra += [(None, float(m.value)) for m in mentions if m.kind in ("digits", "word")]
     # Two steps only through the constants of percentages and halving ((1 - 40/100) / 2): with more
     # constants, coincidences freeze parameters that are fine (measured on the GSM8K import).
@@ -594,6 +652,11 @@ def _derived_from(
                     suspect(name, c, f"the program's {format_value(c)} may be this value")
             continue
         if abs(c) in (0.0, 1.0, 2.0, 0.5):
+            for p in params:  # too common to suspect by arithmetic, but not as a ratio read once of several, or an age
+                if not p.free and close_to(float(p.original), c) and (p.structural or id(lit.node) in added):
+                    suspect(p.name, c, f"the program's {format_value(c)} may be this value")
+                elif not p.free and float(p.original) == 1 and any(close_to(c, v) for _, v in ratios):
+                    suspect(p.name, c, f"the program's {format_value(c)} may be computed from it")  # "half of $1.00"
             continue
         for (na, a), (nb, b) in itertools.product(values, values + extra + first_constants):
             if na == nb:
@@ -607,6 +670,11 @@ def _derived_from(
                 for n in (na, nb):  # every parameter that can explain it: which one did is unknowable
                     if n is not None:
                         suspect(n, c, f"the program's {format_value(c)} may be computed from it")
+    for p in params:  # "half the amount ... as $1.00" written 0.5 and read as "half": it is 0.5 of the 1 as well
+        if p.structural and p.reading is None:
+            for q in params:
+                if q is not p and not q.free and not q.structural and float(q.original) == 1:
+                    suspect(q.name, float(p.original), f"the program's {format_value(p.original)} may be computed from it")
     return out, constants
 
 

@@ -17,7 +17,7 @@ from builder.pot_import.program import PalProgram
 from builder.pot_import.verify import Importer, ImportOptions
 from builder.worked_solution import WORKED_SOLUTION
 from edge_runtime.read.extractor import Extractor
-from tests.builder.test_pot_import import load_entry, program, transcript
+from tests.builder.test_pot_import import answer, load_entry, program, transcript
 
 PENS = "Sam buys 2 packs of pens. Each pack has 4 pens. How many pens does he have?"
 RIGHT = "packs = 2\npens_per_pack = 4\nreturn packs * pens_per_pack"
@@ -146,8 +146,9 @@ COOKIES = ("Matt wants cookies for a snack, but his dad wants him to eat healthi
            "cookies as the number of carrot sticks he eats, plus two extra for cleaning his room. If Matt wants to eat five "
            "cookies in total, how many carrot sticks does he have to eat?")
 #: GSM8K 472's PAL program: right, but which of its two 2s reads "half" (doubling) and which "two extra" the planner must
-#: guess; it guesses them crossed, so "a third as many ... plus 4 extra" would be answered wrong. SAME_GUESS is the
-#: worked solution ("5 - 2 = 3", "3 * 2 = 6"), bound by the same guess.
+#: guess from its names; it guesses them crossed, so "a third as many ... plus 4 extra" would be answered wrong.
+#: SAME_GUESS is the worked solution ("5 - 2 = 3", "3 * 2 = 6"): its inline 2s have no names, but the one it subtracts
+#: cannot be the half (a ratio scales), so it binds them apart, as APART, which writes 0.5 for the half, does.
 COOKIES_PAL = ("cookies_total = 5\ncookies_extra = 2\ncookies_carrot_sticks = cookies_total - cookies_extra\n"
                "carrot_sticks = cookies_carrot_sticks * 2\nresult = carrot_sticks\nreturn result")
 SAME_GUESS = IndependentProgram("same-guess", as_solution("left = 5 - 2\nans = left * 2"))
@@ -155,17 +156,19 @@ APART = IndependentProgram("apart", as_solution("num_cookies = 5\nsticks = num_c
                                                 "ans = sticks / per_stick"))
 
 
-def test_a_program_that_writes_equal_numbers_apart_outweighs_agreement_by_the_same_guess(importer: Importer) -> None:
-    """Two numbers of one value in a program are bound to the question by a guess, and an independent program that
-    also writes them as one value is bound by the same guess: its agreement cannot confirm which is which. A program
-    that writes them apart (0.5 for half) and disagrees decides: what the entry keeps varying must be right."""
+def test_a_program_that_binds_equal_numbers_apart_outweighs_a_crossed_entry(importer: Importer) -> None:
+    """Two numbers of one value in a program are bound to the question by a guess. A program that tells them apart
+    (a subtracted 2 is no "half"; 0.5 for half) and disagrees leaves them constant in the crossed entry, and where two
+    such programs agree, one of them becomes the entry, with every number varying."""
     alone = importer.import_one(with_independent(transcript(COOKIES, COOKIES_PAL, 6), SAME_GUESS))
-    assert alone.accepted and alone.info["verification"]["status"] == "verified"  # alone, it cannot tell
-    assert len(alone.info["params"]) == 3
+    assert alone.accepted and alone.info["verification"]["status"] == "verified"
+    assert alone.info["params"] == ["cookies_total"]  # the crossed 2s stay as stated
     both = importer.import_one(with_independent(transcript(COOKIES, COOKIES_PAL, 6), SAME_GUESS, APART))
-    assert both.accepted, both.detail
-    assert both.info["params"] == ["cookies_total"], both.info  # the two 2s stay as stated
-    assert both.info["verification"]["status"] == "verified"
+    assert both.accepted and both.info["verification"]["status"] == "verified", both.detail
+    assert both.info["program"] == "same-guess" and len(both.info["params"]) == 3, both.info
+    entry, compiled = load_entry(both.source, "gsm8k-0007")
+    third = COOKIES.replace("half as many", "a third as many").replace("two extra", "4 extra").replace("five", "ten")
+    assert answer(entry, compiled, third) == 18  # (10 - 4) * 3
 
 
 GARBAGE = ("Jo collects garbage from 3 apartment complexes. The first two have 20 apartments each and the last one has 15 "

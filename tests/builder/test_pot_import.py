@@ -1105,3 +1105,19 @@ def test_a_fraction_a_program_writes_as_a_decimal_is_one_parameter(importer):
     assert "3/5" not in entry.template and [p.reading for p in entry.params if p.original == 0.6] == ["fraction"]
     assert answer(entry, compiled, q.replace("3/5", "1/2")) == 350
     assert answer(entry, compiled, q.replace("3/5", "2/7")) == pytest.approx(500)
+
+
+def test_a_number_added_or_subtracted_is_never_a_ratio_word():
+    """GSM8K 182: ``jan_age_now - 2`` was bound to "half" (its reciprocal is 2, and the names "jan age" sit by it), so
+    the entry subtracted a third's 3 years from Jan's age on "a third of Jan's age". A ratio scales: the 2 subtracted
+    is one of the question's "two years", and the 2 Jan's age is divided by reads "half"."""
+    q = "Jean is two years older than Mark. Two years ago Mark was 5 years older than half Jan's age. If Jan is 30 how old is Jean?"
+    plan = plan_parameters(q, PalProgram(program(q, """
+        jan_age_now = 30
+        jan_age_then = jan_age_now - 2
+        mark_age_then = jan_age_then / 2 + 5
+        return mark_age_then + 2 + 2
+    """)), freeze_derived=False)  # bound, before the "+ 2"s make it a suspect of the check's (test_suspected_constants)
+    words = {p.mention.text: [lid for lid, _ in p.literals] for p in plan.params}
+    assert words["half"] == [3], plan.params  # the divisor, the fourth literal
+    assert "half" not in {p.mention.text for p in plan.params if 1 in (lid for lid, _ in p.literals)}

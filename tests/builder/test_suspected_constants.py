@@ -95,3 +95,34 @@ def test_a_suspect_whose_number_an_unread_mention_states_stays_frozen(importer: 
     result = importer.import_one(dataclasses.replace(transcript(question, crossed, 21), independent=(checker,)))
     assert result.accepted and result.info["read_params"] == ["old_as_sam"], result.info
     assert "3 (years, kept constant: the program's 9 may be computed from it)" in result.source
+
+
+def test_a_common_value_read_again_without_its_word_is_suspected() -> None:
+    """gsm8k-0284 and 1128: "doubled" read by one ``* 2`` of three, "Two years ago" by one ``- 2`` of two: the others
+    stay 2 on "tripled" or "Three years ago". Too common a value for the arithmetic test, a 2 is suspected where it is a
+    number word's ratio or is added to something."""
+    stories = ("Alani wrote 20 stories in the first week and her brother wrote 40. If they each doubled the number of "
+               "stories in the second week, how many stories did they write in all?")
+    doubled = "alani = 20\nbrother = 40\nalani_2 = alani * 2\nbrother_2 = brother * 2\nreturn alani + brother + alani_2 + brother_2"
+    plan = plan_parameters(stories, PalProgram(program(stories, doubled)))
+    assert plan.derived == ["number_of_stories"] and [p.name for p in plan.params] == ["alani", "brother"]
+    ages = "Liam is 16 years old now. Two years ago, Liam's age was twice the age of Vince. How old is Vince now?"
+    plan = plan_parameters(ages, PalProgram(program(ages, "liam = 16\nthen = liam - 2\nvince_then = then / 2\n"
+                                                         "return vince_then + 2")))
+    assert [p.name for p in plan.params] == ["liam"], plan.params
+    halving = "Two friends share 30 apples equally. How many apples does each friend get?"
+    plan = plan_parameters(halving, PalProgram(program(halving, "friends = 2\napples = 30\nreturn apples / 2")))
+    assert sorted(p.name for p in plan.params) == ["apples", "friends"]  # a 2 that divides is no age read again
+
+
+def test_half_of_a_one_written_out_keeps_the_one_constant(importer: Importer) -> None:
+    """gsm8k-0567: "$1.00 for each of the next 3 teeth ... half the amount per tooth" written ``0.5``: right only while
+    the amount is $1, and two programs written the same way agreed on every variant of it."""
+    question = ("The fairy left $5.00 for the first tooth. Then she gave $1.00 for each of the next 3 teeth. For each "
+                "of the last 2 teeth she gave half the amount per tooth as for each of the previous 3. How much money "
+                "did the fairy leave?")
+    entry = "first = 5\nnext_each = 1\nlast_each = 0.5\nreturn first + 3 * next_each + 2 * last_each"
+    alike = IndependentProgram("second", as_solution("a = 5\nb = 1\nc = 0.5\nans = a + 3 * b + 2 * c"))
+    result = importer.import_one(dataclasses.replace(transcript(question, entry, 9), independent=(alike,)))
+    assert result.accepted, result.detail
+    assert "next_each" not in result.info["read_params"] and "first" in result.info["read_params"], result.info
