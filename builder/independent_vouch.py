@@ -17,15 +17,23 @@ A parameter no agreeing program vouches for is named in a disagreement, so the i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from builder.gsm8k import Mention, scan_numbers
 from builder.pot_import.matching import similarity
 from builder.pot_import.plan import ParamPlan, Plan
 from builder.pot_import.program import PalProgram, close_to
 
-if TYPE_CHECKING:
-    from builder.independent_check import BoundProgram
+
+class BoundProgram(Protocol):
+    """What vouching reads of an independent program bound to the question (``independent_check.BoundProgram``)."""
+
+    program: PalProgram
+    plan: Plan
+
+    def reads(self, p: ParamPlan) -> bool: ...
+
+    def params_for(self, p: ParamPlan) -> list[ParamPlan]: ...
 
 
 def unvouched_guesses(plan: Plan, agreeing: Sequence[BoundProgram], question: str = "",

@@ -1111,7 +1111,8 @@ def test_a_number_added_or_subtracted_is_never_a_ratio_word():
     """GSM8K 182: ``jan_age_now - 2`` was bound to "half" (its reciprocal is 2, and the names "jan age" sit by it), so
     the entry subtracted a third's 3 years from Jan's age on "a third of Jan's age". A ratio scales: the 2 subtracted
     is one of the question's "two years", and the 2 Jan's age is divided by reads "half"."""
-    q = "Jean is two years older than Mark. Two years ago Mark was 5 years older than half Jan's age. If Jan is 30 how old is Jean?"
+    q = ("Jean is two years older than Mark. Two years ago Mark was 5 years older than half Jan's age. If Jan is 30 how "
+         "old is Jean?")
     plan = plan_parameters(q, PalProgram(program(q, """
         jan_age_now = 30
         jan_age_then = jan_age_now - 2

@@ -103,7 +103,8 @@ def test_a_common_value_read_again_without_its_word_is_suspected() -> None:
     number word's ratio or is added to something."""
     stories = ("Alani wrote 20 stories in the first week and her brother wrote 40. If they each doubled the number of "
                "stories in the second week, how many stories did they write in all?")
-    doubled = "alani = 20\nbrother = 40\nalani_2 = alani * 2\nbrother_2 = brother * 2\nreturn alani + brother + alani_2 + brother_2"
+    doubled = ("alani = 20\nbrother = 40\nalani_2 = alani * 2\nbrother_2 = brother * 2\n"
+               "return alani + brother + alani_2 + brother_2")
     plan = plan_parameters(stories, PalProgram(program(stories, doubled)))
     assert plan.derived == ["number_of_stories"] and [p.name for p in plan.params] == ["alani", "brother"]
     ages = "Liam is 16 years old now. Two years ago, Liam's age was twice the age of Vince. How old is Vince now?"
