@@ -65,6 +65,16 @@ def choose_split(
     return Split(tuple(bundle), tuple(held_out), tuple(sorted(dev_ids)), seed)
 
 
+def reuse_split(saved: Split, accepted: set[str]) -> Split:
+    """A saved split for a registry imported anew: the same held-out entries and the same bundle where still accepted,
+    and every dev entry accepted now that is not held out (dev entries are always in the bundle: one the importer
+    accepts only now is measured on its own rows, not counted a miss of the bundle's). Other entries accepted only now
+    stay out of both, so two imports compare on the same held-out questions."""
+    dev = set(saved.dev_ids) & accepted - set(saved.unrelated_ids)
+    bundle = sorted({e for e in saved.bundle_ids if e in accepted} | dev)
+    return Split(tuple(bundle), tuple(e for e in saved.unrelated_ids if e in accepted), saved.dev_ids, saved.seed)
+
+
 def ensure_registry(registry: Path, *, workers: int | None = None) -> Path:
     """Import the GSM8K entries into ``registry`` unless it already has them (the import is resumable)."""
     if not accepted_entries(registry):
@@ -145,9 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     ensure_registry(args.registry)
     accepted = accepted_entries(args.registry)
     if args.split is not None:
-        saved = Split.load(args.split)
-        split = Split(tuple(e for e in saved.bundle_ids if e in accepted), tuple(e for e in saved.unrelated_ids if e in accepted),
-                      saved.dev_ids, saved.seed)
+        split = reuse_split(Split.load(args.split), accepted)
     else:
         split = choose_split(accepted, dev_entry_ids(), unrelated=args.unrelated, others=args.others, seed=args.seed)
     split.save(args.out / "split.json")

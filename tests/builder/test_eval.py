@@ -8,7 +8,7 @@ import json
 import pytest
 
 from builder.eval.answers import answers_match, as_number, decimals_written
-from builder.eval.gsm_bundle import bundle_version, choose_split
+from builder.eval.gsm_bundle import bundle_version, choose_split, reuse_split
 from builder.eval.metrics import percentiles, summarise, summarise_by_kind, sweep
 from builder.eval.querysets import gsm8k_entry_id, load_query_set, parse_row
 from builder.eval.sets import plus_split
@@ -151,6 +151,20 @@ def test_splits_are_deterministic_and_disjoint():
         choose_split(accepted, dev, unrelated=100)
     tune, held_out = plus_split(range(100))
     assert len(tune) == len(held_out) == 50 and not tune & held_out and plus_split(range(100))[0] == tune
+
+
+def test_a_reused_split_keeps_its_held_out_entries_and_takes_every_dev_entry_accepted_now():
+    """A re-import that accepts a dev entry it rejected before measures it on its own rows (it was counted a miss of the
+    bundle), and keeps the held-out questions of the saved split; an entry accepted only now that is no dev entry
+    stays out of both."""
+    dev = {gsm8k_entry_id(i) for i in (1, 2, 3)}
+    saved = choose_split({gsm8k_entry_id(i) for i in range(2, 40)}, dev, unrelated=10, seed=2)  # 1 rejected then
+    now = {gsm8k_entry_id(i) for i in range(1, 45)} - {gsm8k_entry_id(2)}  # 1 accepted now, 2 rejected now, 40-44 new
+    split = reuse_split(saved, now)
+    assert gsm8k_entry_id(1) in split.bundle_ids and gsm8k_entry_id(2) not in split.bundle_ids
+    assert split.unrelated_ids == saved.unrelated_ids
+    assert not {gsm8k_entry_id(i) for i in range(40, 45)} & (set(split.bundle_ids) | set(split.unrelated_ids))
+    assert set(split.bundle_ids) == (set(saved.bundle_ids) | {gsm8k_entry_id(1)}) - {gsm8k_entry_id(2)}
 
 
 def test_the_evaluation_bundle_has_a_version_a_device_accepts():
