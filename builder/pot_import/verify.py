@@ -384,8 +384,9 @@ class Importer:
         computed from it (the planner's suspicion, by arithmetic on the values alone: "4" of "every 15 minutes" for
         an hour, but also of "60 snowballs" / 15), the same program is imported once more with those parameters
         varying, and kept only if verified and trusted with more numbers: a constant that was computed from one of
-        them makes the entry disagree with every program that reads it, which freezes it on the retry; one that
-        merely shares a value does not."""
+        them makes the entry disagree with every program that reads it, which freezes it on the retry, and one that
+        merely shares a value varies only where an agreeing program computes it from the question's numbers alone
+        (:mod:`builder.independent_vouch`)."""
         result, chosen = self._import_group(t), t
         if not t.independent:
             return result
