@@ -22,7 +22,7 @@ from typing import Protocol
 from builder.gsm8k import Mention, scan_numbers
 from builder.pot_import.matching import similarity
 from builder.pot_import.plan import ParamPlan, Plan
-from builder.pot_import.program import PalProgram, close_to
+from builder.pot_import.program import Literal, PalProgram, close_to
 
 
 class BoundProgram(Protocol):
@@ -67,8 +67,8 @@ def guessed_twins(question: str, program: PalProgram, plan: Plan) -> dict[str, l
         twins = [m for m in mentions if m.parameterisable and m.index not in read
                  and close_to(float(m.value), float(p.mention.value))]
         literal = program.literal(p.literal)
-        own = similarity(literal, question, p.mention)
-        guessed = [m for m in twins if similarity(literal, question, m) >= own]
+        own = _fit(literal, question, p.mention, mentions)
+        guessed = [m for m in twins if _fit(literal, question, m, mentions) >= own]
         if guessed:
             out[p.name] = guessed
     return out
@@ -76,12 +76,19 @@ def guessed_twins(question: str, program: PalProgram, plan: Plan) -> dict[str, l
 
 def _prefers(question: str, b: BoundProgram, p: ParamPlan, twins: Sequence[Mention]) -> bool:
     """``b`` reads ``p``'s mention through a named literal whose names fit it better than each of ``twins``."""
+    mentions = scan_numbers(question)
     for q in b.params_for(p):
         literal = b.program.literal(q.literal)
-        if literal.direct and all(similarity(literal, question, p.mention) > similarity(literal, question, m)
+        if literal.direct and all(_fit(literal, question, p.mention, mentions) > _fit(literal, question, m, mentions)
                                   for m in twins):
             return True
     return False
+
+
+def _fit(literal: Literal, question: str, mention: Mention, mentions: Sequence[Mention]) -> float:
+    """How well a literal's names fit a mention, as the planner scores it (a price beside a plain number of its value
+    is the "$3" of "3 different package sizes ... for $3", gsm8k-1027)."""
+    return similarity(literal, question, mention, mention.value in {m.value for m in mentions if not m.money})
 
 
 def _unvouched_suspects(plan: Plan, agreeing: Sequence[BoundProgram]) -> list[tuple[ParamPlan, str]]:

@@ -63,3 +63,15 @@ def test_a_program_whose_names_tell_the_mentions_apart_vouches(importer: Importe
     guessing = IndependentProgram("second", as_solution("ans = 3 * 2"))
     result = importer.import_one(dataclasses.replace(transcript(question, entry, 6), independent=(guessing,)))
     assert result.accepted and result.info["read_params"] == ["price"], result.info
+
+
+def test_a_price_beside_a_plain_number_of_its_value_is_no_guess() -> None:
+    """gsm8k-1027: "in 3 different package sizes ... 2 sandwiches for $3": a price read by ``price_small`` fits "$3" by
+    the planner's own score (a money word beside a plain number of the same value), so no program need tell them
+    apart."""
+    question = ("A store sells sandwiches in 3 different package sizes: the first with 2 sandwiches for $3 and the second "
+                "with 4 sandwiches for $5. How much more does a sandwich cost in the first package?")
+    entry = "price_small = 3\nsmall = 2\nprice_big = 5\nbig = 4\nreturn price_small / small - price_big / big"
+    plan = plan_parameters(question, PalProgram(program(question, entry)))
+    assert next(p for p in plan.params if p.name == "price_small").mention.text == "3"
+    assert "price_small" not in guessed_twins(question, PalProgram(program(question, entry)), plan)
