@@ -11,6 +11,7 @@ import string
 from functools import lru_cache
 
 from edge_runtime.errors import ArcError
+from edge_runtime.read.english_words import ONES
 from edge_runtime.read.values import parse_quantity
 
 _SPACE = re.compile(r"\s+")
@@ -30,7 +31,7 @@ def template_pattern(template: str, choices: tuple[tuple[str, tuple[str, ...]], 
     seen: set[str] = set()
     for literal, field, _, _ in string.Formatter().parse(template):
         if literal:
-            parts.append(r"\s+".join(re.escape(word) for word in literal.split(" ")) if literal.strip() else r"\s+")
+            parts.append(r"\s+".join(_word(word) for word in literal.split(" ")) if literal.strip() else r"\s+")
         if field is not None:
             if field in seen and field in allowed:
                 parts.append(f"(?P={field})")
@@ -42,6 +43,22 @@ def template_pattern(template: str, choices: tuple[tuple[str, tuple[str, ...]], 
                 parts.append(f"(?P<{field}>{body})")
                 seen.add(field)
     return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+
+
+#: A small whole number the template's own text states, as a word or in digits ("Two years ago", "2 years ago").
+_SMALL = {w: i for w, i in ONES.items() if 0 < i < 20}
+_SMALL_DIGITS = {str(i): w for w, i in _SMALL.items()}
+
+
+def _word(word: str) -> str:
+    """One word of the template's literal text as a pattern: itself, or a small number it states in the other spelling
+    (a number the entry keeps constant, stated in digits for its word or as a word for its digits, is the same text)."""
+    found = re.fullmatch(r"([A-Za-z]+|\d+)(\W*)", word)
+    if found is None:
+        return re.escape(word)
+    head, tail = found.groups()
+    other = str(_SMALL[head.lower()]) if head.lower() in _SMALL else _SMALL_DIGITS.get(head)
+    return f"(?:{re.escape(head)}|{other}){re.escape(tail)}" if other else re.escape(word)
 
 
 def match_template(

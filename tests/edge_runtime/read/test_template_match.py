@@ -148,3 +148,13 @@ def test_a_slot_never_stretches_over_a_clause_the_question_inserted():
     assert match_template(template, "She bakes muffins with 1,000. She sells the rest.") == {"n": "1,000"}
     for inserted in ("four. None of the eggs are counted", "four, but none are counted", "four; none count", "four?"):
         assert match_template(template, f"She bakes muffins with {inserted}. She sells the rest.") is None, inserted
+
+
+def test_a_small_number_the_template_keeps_may_be_spelt_the_other_way():
+    """gsm8k-1128 keeps "Two years ago" as text: "2 years ago" is the same question, "3 years ago" another."""
+    template = "Liam is {age} years old now. Two years ago, he was twice as old as Vince. He walks 3 miles."
+    same = "Liam is 16 years old now. 2 years ago, he was twice as old as Vince. He walks three miles."
+    assert match_template(template, same) == {"age": "16"}
+    assert match_template(template, same.replace("2 years", "3 years")) is None
+    assert match_template(template, same.replace("three miles", "4 miles")) is None
+    assert match_template("It costs {p} dollars, one each.", "It costs 5 dollars, 1 each.") == {"p": "5"}
