@@ -73,13 +73,15 @@ def match_template(
     texts = {name: value.strip() for name, value in found.groupdict().items()}
     if not all(texts.values()) or any(_CLAUSE_END.search(v) for v in texts.values()):
         return None  # a slot stretched over a clause the question inserted: the aligned path judges it
-    slots = {name: text for name, text in texts.items() if _REPEAT not in name}
-    if not all(same_number(slots[name.split(_REPEAT)[0]], text) for name, text in texts.items() if _REPEAT in name):
+    fields = {field for _, field, _, _ in string.Formatter().parse(template) if field}
+    slots = {name: text for name, text in texts.items() if name in fields}
+    repeats = [(name.rsplit(_REPEAT, 1)[0], text) for name, text in texts.items() if name not in fields]
+    if not all(same_number(slots[name], text) for name, text in repeats):
         return None  # a repeated slot states two different numbers
     return slots
 
 
-#: Joins a repeated slot's name to the place of its repeat in the pattern (a name a template field cannot have).
+#: Joins a repeated slot's name to the place of its repeat in the pattern: the group of a repeat is no field.
 _REPEAT = "__again"
 
 

@@ -61,6 +61,9 @@ def test_a_repeated_slot_may_state_its_number_in_words_once():
     assert match_template(template, "She baked 8 apple pies and set the nine pies out. 3 were left.") is None
     assert match_template(template, "She baked 8 apple pies and set the 8 cakes out. 3 were left.") is None
     assert match_template("{cost} now, {cost} later", "$5 now, 5 later") is None  # a price and a count
+    thrice = "{n} red, {n} blue and {n} green"
+    assert match_template(thrice, "4 red, four blue and 4 green") == {"n": "4"}
+    assert match_template(thrice, "4 red, 5 blue and four green") is None  # every repeat is compared
 
 
 @pytest.mark.parametrize(
