@@ -59,7 +59,7 @@ from edge_runtime.answer.currency import SYMBOLS as CURRENCY_SYMBOLS
 from edge_runtime.entries.metadata import Param
 from edge_runtime.read import final_question as fq
 from edge_runtime.read.measures import unit_of
-from edge_runtime.read.template_match import same_number
+from edge_runtime.read.template_match import same_number, spelt_alike
 
 _NAME = "\x01"  # the shape of any run of naming words, in the alignment by shape
 _CURRENCY = set(CURRENCY_SYMBOLS)
@@ -269,6 +269,8 @@ def _read_alignment(t_tokens: list[str], t_norm: list[str], n_literal: int, q_to
         words = [t for t in stretch if not t.startswith(fq.SLOT)]
         text = question[q_tokens[j1][1]:q_tokens[j2 - 1][2]] if j2 > j1 else ""
         q_words = [t for t, _, _ in q_tokens[j1:j2]]
+        if not slots and len(words) == len(q_words) and all(map(spelt_alike, words, q_words)):
+            continue  # "Two years ago" written "2 years ago": the same constant
         if any(vocab.is_quantity(w) for w in words):
             return None  # a constant of the reasoning sits in a changed stretch: it changed or moved
         changed_t.extend(words)

@@ -50,6 +50,19 @@ _SMALL = {w: i for w, i in ONES.items() if 0 < i < 20}
 _SMALL_DIGITS = {str(i): w for w, i in _SMALL.items()}
 
 
+def spelt_alike(a: str, b: str) -> bool:
+    """Two words that are one word, or one small whole number spelt as a word and in digits ("Two", "2")."""
+    if a.lower() == b.lower():
+        return True
+    x, y = _small_value(a), _small_value(b)
+    return x is not None and x == y
+
+
+def _small_value(word: str) -> int | None:
+    low = word.lower()
+    return _SMALL.get(low, int(low) if low in _SMALL_DIGITS else None)
+
+
 def _word(word: str) -> str:
     """One word of the template's literal text as a pattern: itself, or a small number it states in the other spelling
     (a number the entry keeps constant, stated in digits for its word or as a word for its digits, is the same text)."""

@@ -572,3 +572,14 @@ JET_PARAMS = (Param("d", "distance", int, 420), Param("h", "hours", int, 6), Par
 ])
 def test_a_unit_may_be_renamed_throughout_but_not_in_one_place(question, read):
     assert (aligned_values(JET, JET_PARAMS, question) is not None) is read
+
+
+def test_a_constant_spelt_the_other_way_is_the_same_constant():
+    """gsm8k-1128 keeps "Two years ago": a rewording that writes "2 years ago" reads as the template, one with another
+    number does not."""
+    template = "Liam is {age} years old now. Two years ago, Liam's age was twice the age of Vince. How old is Vince now?"
+    params = (Param(name="age", description="Liam's age now", type=int, original=16, minimum=1),)
+    reworded = ("Liam is 16 years old now. 2 years ago, Liam's age was twice Vince's age. This was last spring. How old "
+                "is Vince now?")
+    assert aligned_values(template, params, reworded) == {"age": "16"}
+    assert aligned_values(template, params, reworded.replace("2 years", "3 years")) is None
