@@ -23,6 +23,7 @@ from builder.gsm8k import Mention, scan_numbers
 from builder.pot_import.matching import similarity
 from builder.pot_import.plan import ParamPlan, Plan
 from builder.pot_import.program import Literal, PalProgram, close_to
+from builder.pot_import.suspects import unread_twins
 
 
 class BoundProgram(Protocol):
@@ -42,53 +43,58 @@ def unvouched_guesses(plan: Plan, agreeing: Sequence[BoundProgram], question: st
     out = _unvouched_suspects(plan, agreeing)
     if question and program is not None:
         named = {p.name for p, _ in out}
-        guessed = guessed_twins(question, program, plan)
+        mentions = scan_numbers(question)
+        plain = _plain_values(mentions)
+        guessed = guessed_twins(question, program, plan, mentions)
         for p in plan.params:
             twins = guessed.get(p.name)
-            if twins and p.name not in named and not any(_prefers(question, b, p, twins) for b in agreeing):
+            if twins and p.name not in named and not any(_prefers(question, b, p, twins, plain) for b in agreeing):
                 out.append((p, f"it reads {p.mention.text!r} where {twins[0].text!r} states the same number, and no "
                                "program that agrees binds it by a name that tells the two apart"))
     return out
 
 
-def guessed_twins(question: str, program: PalProgram, plan: Plan) -> dict[str, list[Mention]]:
+def guessed_twins(question: str, program: PalProgram, plan: Plan,
+                  mentions: Sequence[Mention] | None = None) -> dict[str, list[Mention]]:
     """Parameters (by name) whose number a mention no parameter reads states too, and whose literal's names fit that other
     mention at least as well as their own (-> those other mentions): which one the literal means is a guess.
 
     Measured on the GSM8K import (2026-12-07): of 25 such parameters of verified entries, two were crossed and
     answered wrong on every variant of them (gsm8k-0804 "Two cars ... after 2 hours" read the cars for the hours,
     gsm8k-1265 "yield 1 cup of juice" for the extra gallon), each agreeing with a program crossed the same way."""
-    mentions = scan_numbers(question)
-    read = {m.index for p in plan.params for m in (p.mention, *p.mentions)}
+    mentions = scan_numbers(question) if mentions is None else mentions
+    plain = _plain_values(mentions)
     out: dict[str, list[Mention]] = {}
     for p in plan.params:
         if p.free or not p.literals:
             continue
-        twins = [m for m in mentions if m.parameterisable and m.index not in read
-                 and close_to(float(m.value), float(p.mention.value))]
         literal = program.literal(p.literal)
-        own = _fit(literal, question, p.mention, mentions)
-        guessed = [m for m in twins if _fit(literal, question, m, mentions) >= own]
+        own = _fit(literal, question, p.mention, plain)
+        guessed = [m for m in unread_twins(p, plan.params, mentions) if _fit(literal, question, m, plain) >= own]
         if guessed:
             out[p.name] = guessed
     return out
 
 
-def _prefers(question: str, b: BoundProgram, p: ParamPlan, twins: Sequence[Mention]) -> bool:
+def _prefers(question: str, b: BoundProgram, p: ParamPlan, twins: Sequence[Mention], plain: set[float]) -> bool:
     """``b`` reads ``p``'s mention through a named literal whose names fit it better than each of ``twins``."""
-    mentions = scan_numbers(question)
     for q in b.params_for(p):
         literal = b.program.literal(q.literal)
-        if literal.direct and all(_fit(literal, question, p.mention, mentions) > _fit(literal, question, m, mentions)
+        if literal.direct and all(_fit(literal, question, p.mention, plain) > _fit(literal, question, m, plain)
                                   for m in twins):
             return True
     return False
 
 
-def _fit(literal: Literal, question: str, mention: Mention, mentions: Sequence[Mention]) -> float:
+def _plain_values(mentions: Sequence[Mention]) -> set[float]:
+    """The values the question states as plain numbers, not prices (the planner's ``plain_values``)."""
+    return {m.value for m in mentions if not m.money}
+
+
+def _fit(literal: Literal, question: str, mention: Mention, plain: set[float]) -> float:
     """How well a literal's names fit a mention, as the planner scores it (a price beside a plain number of its value
     is the "$3" of "3 different package sizes ... for $3", gsm8k-1027)."""
-    return similarity(literal, question, mention, mention.value in {m.value for m in mentions if not m.money})
+    return similarity(literal, question, mention, mention.value in plain)
 
 
 def _unvouched_suspects(plan: Plan, agreeing: Sequence[BoundProgram]) -> list[tuple[ParamPlan, str]]:

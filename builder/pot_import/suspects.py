@@ -101,10 +101,14 @@ def derived_from(
 def stated_twice(params: Sequence[ParamPlan], mentions: Sequence[Mention]) -> set[str]:
     """Parameters whose number a mention that no parameter reads states as well ("turn 12 in 3 years ... be in 3
     years")."""
-    read = {m.index for p in params for m in (p.mention, *p.mentions)}
-    return {p.name for p in params
-            if any(m.parameterisable and m.index not in read and close_to(float(m.value), float(p.mention.value))
-                   for m in mentions)}
+    return {p.name for p in params if unread_twins(p, params, mentions)}
+
+
+def unread_twins(p: ParamPlan, params: Sequence[ParamPlan], mentions: Sequence[Mention]) -> list[Mention]:
+    """The mentions that state ``p``'s number and that none of ``params`` reads."""
+    read = {m.index for q in params for m in (q.mention, *q.mentions)}
+    return [m for m in mentions
+            if m.parameterisable and m.index not in read and close_to(float(m.value), float(p.mention.value))]
 
 
 def added_operands(func: ast.FunctionDef) -> set[int]:
