@@ -36,7 +36,7 @@ def template_pattern(template: str, choices: tuple[tuple[str, tuple[str, ...]], 
             if field in seen and field in allowed:
                 parts.append(f"(?P={field})")
             elif field in seen:  # a number stated twice, perhaps spelt two ways ("5 pies ... the five pies")
-                parts.append(f"(?P<{field}{_REPEAT}{len(parts)}>.+?)")
+                parts.append(f"(?P<{field}{_REPEAT}{len(parts)}>{_REPEATED_NUMBER})")
             else:
                 options = allowed.get(field)
                 body = "|".join(re.escape(o) for o in sorted(options, key=len, reverse=True)) if options else ".+?"
@@ -96,6 +96,10 @@ def match_template(
 
 #: Joins a repeated slot's name to the place of its repeat in the pattern: the group of a repeat is no field.
 _REPEAT = "__again"
+#: What a repeat of a slot may hold: a number, in at most four words ("5", "$1,000", "twenty-five", "two and a half").
+#: Bounded, unlike a slot's first reading: lazy groups of any length, one per repeat, backtrack over each other, and a
+#: hostile question of the server's 4 KB made one match take seconds.
+_REPEATED_NUMBER = r"\S+(?:\s+\S+){0,3}?"
 
 
 def same_number(a: str, b: str) -> bool:

@@ -161,3 +161,15 @@ def test_a_small_number_the_template_keeps_may_be_spelt_the_other_way():
     assert match_template(template, same.replace("2 years", "3 years")) is None
     assert match_template(template, same.replace("three miles", "4 miles")) is None
     assert match_template("It costs {p} dollars, one each.", "It costs 5 dollars, 1 each.") == {"p": "5"}
+
+
+def test_a_hostile_question_against_a_slot_stated_many_times_is_refused_at_once():
+    """Repeats of a slot are read by bounded groups: lazy groups of any length backtracked over one another, and a
+    question of the server's 4 KB limit built from the template's own words held one match for seconds."""
+    import time
+
+    template = "{n} red, {n} blue and {n} green, {m} two, {n} more and Two left."
+    hostile = "4 red, 4 blue and 4 green, " * 150 + "zz"
+    started = time.perf_counter()
+    assert match_template(template, hostile) is None
+    assert time.perf_counter() - started < 2.0  # was 8 s with a lazy group per repeat; 5 ms bounded
