@@ -10,20 +10,27 @@ shape. A reply that fails either check, or a worker that dies, costs only that w
 reported as lost and a fresh worker takes its place (``multiprocessing.Pool`` would wait forever for
 a task whose worker died).
 
-Parent to worker is plain pickle: the worker trusts its parent. Workers are forked where the
-platform can (the importer's initializer relies on inheriting loaded modules), else spawned.
+Parent to worker is plain pickle: the worker trusts its parent. Workers are fresh interpreters
+started the way :mod:`builder.confined_launch` starts the builder's other confined children, never
+forks: a fork carries the parent's memory (its initial environment block with any
+``ANTHROPIC_API_KEY`` among it) and its threads' state (a fork taken after onnxruntime's or gRPC's
+threads started aborted the worker). So ``run`` and ``initializer`` are module-level functions the
+worker imports by name, and the initializer imports what the work needs before it gives anything up.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
+import socket
+import subprocess
+import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Generic, TypeVar
 
+from builder.confined_launch import launch_environment
 from edge_runtime.execute.wire import _check_value, _load_reply
 
 T = TypeVar("T")
@@ -43,30 +50,42 @@ class MalformedReply(Exception):
 
 @dataclass
 class _Worker(Generic[T]):
-    process: Any
+    process: subprocess.Popen
     conn: Connection
     item: T | None = None
     busy: bool = False
 
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
-def _close_inherited(keep: int) -> None:
-    """A forked worker holds copies of every descriptor the parent had open: its output files (a
-    subverted worker could write forged results into them) and the other workers' pipes. Keep only
-    the standard streams and this worker's own pipe."""
-    import os
-    import resource
-
-    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    limit = 65536 if limit == resource.RLIM_INFINITY else min(limit, 1 << 20)
-    os.closerange(3, keep)
-    os.closerange(keep + 1, limit)
+    def join(self, timeout: float) -> None:
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
 
 
-def _serve(conn: Connection, run: Callable[[Any], bytes], initializer: Callable[..., None] | None,
-           initargs: tuple, forked: bool) -> None:
+def _launch(run: Callable[[Any], bytes], initializer: Callable[..., None] | None, initargs: tuple) -> _Worker[Any]:
+    """A fresh interpreter with only :func:`launch_environment`, its end of a socket pair as its one
+    inherited descriptor and no standard input; its first message names what it runs."""
+    parent_end, child_end = socket.socketpair()
+    try:
+        fd = child_end.fileno()
+        process = subprocess.Popen([sys.executable, "-P", "-m", "builder.confined_pool", str(fd)],
+                                   env=launch_environment(), stdin=subprocess.DEVNULL, pass_fds=(fd,), close_fds=True)
+    except BaseException:
+        parent_end.close()
+        raise
+    finally:
+        child_end.close()
+    worker: _Worker[Any] = _Worker(process, Connection(parent_end.detach()))
+    worker.conn.send((run, initializer, initargs))
+    return worker
+
+
+def _serve(conn: Connection) -> None:
     """Worker side: give up what the initializer gives up, then answer one item at a time."""
-    if forked:
-        _close_inherited(conn.fileno())
+    run, initializer, initargs = conn.recv()
     if initializer is not None:
         initializer(*initargs)
     while True:
@@ -97,18 +116,10 @@ def confined_map(
     pending = deque(items)
     if not pending:
         return
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork") if "fork" in methods else multiprocessing.get_context()
     pool: list[_Worker[T]] = []
 
     def start() -> None:
-        parent_end, child_end = ctx.Pipe()
-        forked = ctx.get_start_method() == "fork"
-        process = ctx.Process(target=_serve, args=(child_end, run, initializer, initargs, forked), daemon=True,
-                              name="arc-confined-pool")
-        process.start()
-        child_end.close()
-        pool.append(_Worker(process, parent_end))
+        pool.append(_launch(run, initializer, initargs))
 
     def feed(worker: _Worker[T]) -> None:
         if pending:
@@ -117,9 +128,9 @@ def confined_map(
 
     def retire(worker: _Worker[T]) -> None:
         pool.remove(worker)
-        if worker.process.is_alive():
+        if worker.alive():
             worker.process.kill()
-        worker.process.join(_EXIT_TIMEOUT_S)
+        worker.join(_EXIT_TIMEOUT_S)
         worker.conn.close()
 
     try:
@@ -156,15 +167,15 @@ def confined_map(
             except (OSError, ValueError):
                 pass
         for worker in list(pool):
-            worker.process.join(_EXIT_TIMEOUT_S)
+            worker.join(_EXIT_TIMEOUT_S)
             retire(worker)
 
 
 def _death(worker: _Worker[Any], exc: BaseException) -> str:
     if isinstance(exc, OSError) and "length" in str(exc):
         return f"the worker's reply was over the size limit ({exc})"
-    worker.process.join(_EXIT_TIMEOUT_S)
-    return f"the worker died (exit code {worker.process.exitcode})"
+    worker.join(_EXIT_TIMEOUT_S)
+    return f"the worker died (exit code {worker.process.returncode})"
 
 
 def rebuild_dataclass(cls: type[R], data: Any, types: Mapping[str, type | tuple[type, ...]]) -> R:
@@ -181,3 +192,7 @@ def rebuild_dataclass(cls: type[R], data: Any, types: Mapping[str, type | tuple[
     except Exception as exc:  # noqa: BLE001 - e.g. a hollow Fraction
         raise MalformedReply(str(exc)) from None
     return cls(**data)
+
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1])))

@@ -13,7 +13,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -276,10 +276,13 @@ def _progress_bar(total: int) -> Any:
     return bar
 
 
-def _results(todo: list[Transcript], options: ImportOptions, workers: int) -> Iterator[ImportResult]:
+def _results(todo: list[Transcript], options: ImportOptions, workers: int, *,
+             run: Callable[[Transcript], bytes] | None = None) -> Iterator[ImportResult]:
     """Every transcript is imported behind ``_worker_init``'s walls, never in this process: one worker
     (in order) for a few transcripts or ``--workers 1``, else ``workers``. Each reply is plain data,
-    read restrictedly and checked field by field before it becomes an :class:`ImportResult`."""
+    read restrictedly and checked field by field before it becomes an :class:`ImportResult`.
+    ``run`` (default :func:`_worker_run`) is what a worker does with a transcript: a module-level
+    function, since the worker is a fresh interpreter that imports it by name."""
 
     def accept(reply: tuple) -> ImportResult:
         if len(reply) != 2 or reply[0] != "result":
@@ -291,7 +294,7 @@ def _results(todo: list[Transcript], options: ImportOptions, workers: int) -> It
 
     n = 1 if workers <= 1 or len(todo) < 8 else workers
     with tempfile.TemporaryDirectory(prefix="arc-import-") as scratch:
-        yield from _checked(confined_map(todo, _worker_run, accept, workers=n, initializer=_worker_init,
+        yield from _checked(confined_map(todo, run or _worker_run, accept, workers=n, initializer=_worker_init,
                                          initargs=(options, 3 * 1024**3, scratch)))
 
 
