@@ -229,6 +229,11 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
                                             _holding(plan, fixed_of[id(b)], rng), variants):
                 disagreeing.remove((b, why))
                 doubted.append(f"{b.source} disagrees only by its guess: it agrees with {rebound} traded")
+        for b, why in list(disagreeing):
+            if guessed := _disagrees_only_where_it_guesses(question, plan, b, params, run_entry,
+                                                           fixed_of[id(b)], rng, variants, poses):
+                disagreeing.remove((b, why))
+                doubted.append(f"{b.source} disagrees only where it reads {guessed} by a guess")
     for b, why in list(disagreeing):  # a pair the import traded on other programs' evidence: a guess judges nothing
         if pair := next(((a, c) for a, c in _traded_spans(plan) if _guesses_pair(question, b, a, c)), None):
             disagreeing.remove((b, why))
@@ -268,7 +273,7 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
             return Verification(VerificationStatus.UNVERIFIED,
                                 "no independent program reads every number the entry varies")
         return Verification(VerificationStatus.UNVERIFIED, "; ".join(short + doubted))
-    blamed, failures = [], []
+    blamed, failures, guessed_only = [], [], set()
     for p in params:
         def one_changed(p: ParamPlan = p) -> dict[str, Any]:
             values = {q.name: q.original for q in params}
@@ -277,12 +282,54 @@ def check(plan: Plan, bound: Sequence[BoundProgram], run_entry: RunEntry, *, var
 
         # a program is asked only about a parameter it reads (or one the entry leaves free): varying one it
         # holds constant would set the two apart by construction
-        wrong = [why for why in (_compare(b, params, run_entry, one_changed, 3, poses)[1] for b, _ in disagreeing
-                                 if p.name not in fixed_of[id(b)]) if why]
-        if wrong:  # any disagreeing program that this parameter alone sets apart
+        setting_apart = [(b, why) for b, why in ((b, _compare(b, params, run_entry, one_changed, 3, poses)[1])
+                                                 for b, _ in disagreeing if p.name not in fixed_of[id(b)]) if why]
+        if setting_apart:  # any disagreeing program that this parameter alone sets apart
             blamed.append(p.name)
-            failures.append(f"param {p.name}: {wrong[0]}")
+            failures.append(f"param {p.name}: {setting_apart[0][1]}")
+            if question and all(_guesses_mention(question, plan, b, p) for b, _ in setting_apart):
+                guessed_only.add(p.name)
+    if guessed_only and len(guessed_only) < len(blamed):
+        # Blamed only by programs that read its number by a guess between two mentions of one value: the retry keeps
+        # the others constant and checks this one again, where more programs may read every number that still
+        # varies (one that wrote the other's number as its own constant could not check before) and a program whose
+        # names tell the pair apart judges it. Frozen with the rest only when nothing else is blamed.
+        kept = [(name, why) for name, why in zip(blamed, failures) if name not in guessed_only]
+        blamed, failures = [name for name, _ in kept], [why for _, why in kept]
     return Disagreement(tuple(failures), tuple(blamed), disagreeing[0][1])
+
+
+def _disagrees_only_where_it_guesses(question: str, plan: Plan, b: BoundProgram, params: Sequence[ParamPlan],
+                                     run_entry: RunEntry, fixed: Sequence[str], rng: random.Random, variants: int,
+                                     poses: Callable[[dict[str, Any]], bool] | None) -> str:
+    """The mentions (described) ``b`` reads by a guess, when ``b`` agrees with the entry on every variant that keeps
+    them at their original values; else "".
+
+    "40 employees ... a 40-hour workweek", and a worked solution's "15 * 40 = 600 ... 40 * 2400": nothing tells
+    which of its 40s is the workweek, so the planner's binding may cross them, and a crossed binding that groups
+    its literals differently from the entry's cannot be traded back (:func:`_rebinding_agrees`). Its disagreement
+    on those numbers says nothing, and where it agrees on every other number it neither vetoes nor freezes; it is
+    not counted as agreeing either, so the guessed numbers vary only where another program agrees, and a guessed
+    tie of the entry's own still needs an agreeing program whose names prefer it
+    (:func:`builder.independent_vouch.guessed_twins`)."""
+    guessed = [p for p in params if not p.free and b.reads(p) and _guesses_mention(question, plan, b, p)]
+    if not guessed:
+        return ""
+    held = tuple(dict.fromkeys([*fixed, *(p.name for p in guessed)]))
+    if all(p.free or p.name in held for p in params):
+        return ""  # nothing else left to agree on
+    compared, wrong = _compare(b, params, run_entry, _holding(plan, held, rng), variants, poses)
+    if compared < variants or wrong:
+        return ""
+    return " and ".join(repr(p.mention.text) for p in guessed)
+
+
+def _guesses_mention(question: str, plan: Plan, b: BoundProgram, p: ParamPlan) -> bool:
+    """``b`` reads ``p``'s mention by a guess: another varied parameter's mention states the same value and ``b``
+    reads the two from literals of one value with no name that prefers its binding (:func:`_guesses_pair`)."""
+    a = (p.mention.start, p.mention.end)
+    return any(q is not p and not q.free and close_to(float(p.mention.value), float(q.mention.value))
+               and _guesses_pair(question, b, a, (q.mention.start, q.mention.end)) for q in plan.params)
 
 
 def read_free_slots(plan: Plan, bound: Sequence[BoundProgram], rng: random.Random, tries: int = 3) -> dict[str, str]:

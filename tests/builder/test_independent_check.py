@@ -505,10 +505,14 @@ def test_a_worked_solution_that_guesses_two_equal_numbers_crossed_does_not_veto(
     assert result.info["verification"]["sources"] == ["second"]
     alone = importer.import_one(with_independent(transcript(HOUSES, named, 20), worked))
     assert alone.accepted and not {"houses", "windows_per_bedroom"} & set(alone.info["params"])  # nothing else agrees
-    # names that do not tell the two apart: the worked solution's disagreement stands and freezes them
+    # names that do not tell the two apart: the worked solution, which disagrees only where it guesses the pair, says
+    # nothing about it; the named program judges the planner's guess, and the guess stands only where it agrees
     unnamed = "a = 2\nb = 3\nc = 2\nd = 4\nreturn a * (b * c + d)"
-    frozen = importer.import_one(with_independent(transcript(HOUSES, unnamed, 20), worked, NAMED))
-    assert not frozen.accepted or not {"a", "c"} & set(frozen.info["params"]), frozen.info
+    judged = importer.import_one(with_independent(transcript(HOUSES, unnamed, 20), worked, NAMED))
+    assert judged.accepted and judged.info["verification"]["sources"] == ["second"], judged.info
+    entry, compiled = load_entry(judged.source, judged.id)
+    assert answer(entry, compiled, HOUSES.replace("2 houses", "5 houses")) == 5 * (3 * 2 + 4)
+    assert answer(entry, compiled, HOUSES.replace("2 windows", "7 windows")) == 2 * (3 * 7 + 4)
 
 
 
@@ -592,3 +596,36 @@ def test_a_pair_is_not_traded_on_one_program_s_word(importer: Importer, others) 
     assert result.accepted and "traded" not in result.info, result.info
     entry, compiled = load_entry(result.source, result.id)
     assert len(entry.params) < 3 or chores_answer(entry, compiled, 2, 1, 5) == 12, result.info
+
+
+WORKWEEK = ("In May, a bakery hired 40 workers, paying each worker $15 per hour for a 40-hour workweek. In June, 1/4 of "
+            "the workers' contracts expired. How much did the bakery pay its workers in the two months?")
+WORKWEEK_ENTRY = ("workers_may = 40\nleft = workers_may / 4\nworkers_june = workers_may - left\nhourly_rate = 15\n"
+                  "hours_per_week = 40\nweeks_per_month = 4\ntotal_hours = hours_per_week * weeks_per_month\n"
+                  "return workers_may * total_hours * hourly_rate + workers_june * total_hours * hourly_rate")
+#: GSM8K 409's worked solution, as its reader writes it: one 4 for both the weeks of a month and the "1/4", and four
+#: inline 40s that nothing names, so which of them is the workweek is the planner's guess.
+WORKWEEK_WORKED = IndependentProgram(WORKED_SOLUTION, as_solution(
+    "given_1 = 4\neach = 15 * 40\nmonthly = given_1 * each\nmay = 40 * monthly\nexpired = 1 / given_1 * 40\n"
+    "june_workers = 40 - expired\njune = june_workers * monthly\nans = june + may"))
+WORKWEEK_NAMED = IndependentProgram("named", as_solution(
+    "num_workers = 40\nhourly_wage = 15\nhours_per_week = 40\nweeks = 4\njune_workers = num_workers * 3 / 4\n"
+    "ans = (num_workers + june_workers) * hours_per_week * weeks * hourly_wage"))
+
+
+def test_a_program_that_disagrees_only_where_it_guesses_a_tie_neither_vetoes_nor_freezes(importer: Importer) -> None:
+    """GSM8K 409: "40 workers ... a 40-hour workweek". The worked solution binds its 40s by a guess and crossed,
+    grouped so that no trade of the two mentions puts them right; it disagrees on every variant that sets the two
+    apart and agrees on all others. Its disagreement on the tie is put off while the "1/4" that only it reads is
+    blamed, then explained, and both 40s vary where the named program agrees; with the worked solution alone, no
+    program tells the two apart and one of them stays constant."""
+    result = importer.import_one(with_independent(transcript(WORKWEEK, WORKWEEK_ENTRY, 168000), WORKWEEK_WORKED,
+                                                  WORKWEEK_NAMED))
+    assert result.accepted, result.detail
+    assert {"workers_may", "hourly_rate", "hours_per_week"} <= set(result.info["read_params"]), result.info
+    assert result.info["verification"]["status"] == "verified" and result.info["verification"]["sources"] == ["named"]
+    entry, compiled = load_entry(result.source, result.id)
+    variant = WORKWEEK.replace("40 workers", "48 workers").replace("40-hour", "35-hour")
+    assert answer(entry, compiled, variant) == 48 * 35 * 4 * 15 + 36 * 35 * 4 * 15
+    alone = importer.import_one(with_independent(transcript(WORKWEEK, WORKWEEK_ENTRY, 168000), WORKWEEK_WORKED))
+    assert alone.accepted and not {"workers_may", "hours_per_week"} <= set(alone.info["read_params"]), alone.info
