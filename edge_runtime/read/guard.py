@@ -35,7 +35,7 @@ the entry's own. Everything here is string work on one question: well under a mi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,12 +46,16 @@ from edge_runtime.read.english_words import plural_stem
 from edge_runtime.read.inserted_statements import (
     ARTICLE_TIME_SPAN,
     added_without_number,
+    bound_moved,
     changed_in_words,
     statement_refusal,
 )
 from edge_runtime.read.measures import asked_unit_change, share_asked_as_count, unit_refusal
+from edge_runtime.read.mention_binding import best_mention as _best
+from edge_runtime.read.mention_binding import bind_fractions as _bind_fractions
+from edge_runtime.read.mention_binding import crossed as _crossed
+from edge_runtime.read.mention_binding import share_of as _share_of
 from edge_runtime.read.mentions import STRUCTURAL, Mention, same_value, scan
-from edge_runtime.read.mentions import read_values as _read
 from edge_runtime.read.mentions import shares_value as _shares_value
 from edge_runtime.read.question_words import (
     WORD,
@@ -71,19 +75,15 @@ from edge_runtime.read.restatement import remove_numbers as _remove_numbers
 from edge_runtime.read.restatement import restated as _restated
 from edge_runtime.read.stated_numbers import counts_a_counted_thing, states_a_multiple
 from edge_runtime.read.template_align import renamed_role_asked
-from edge_runtime.read.template_facts import PARTS as _PARTS
 from edge_runtime.read.template_facts import Context, TemplateFacts, template_facts
 from edge_runtime.read.template_facts import context as _context
-from edge_runtime.read.values import months_named, reads_as_share
+from edge_runtime.read.values import months_named
 
 # ---- numbers in text (edge_runtime/read/mentions.py) ------------------------------------------
-_FRACTION = re.compile(r"(\d+)\s*/\s*(\d+)")
 #: A quantity the question does not state: "a certain mL", "some of the", "an unknown number".
 _UNSTATED = re.compile(r"\b(?:a\s+certain|an?\s+unknown|an?\s+unspecified|an?\s+undisclosed|some)\s+(?P<word>[A-Za-z]+)",
                        re.IGNORECASE)
 _FRACTION_WORDS = re.compile(r"\s*(?:/|out\s+of|of\s+every|in\s+every|in)\s*", re.IGNORECASE)
-_WORDED_FRACTION = re.compile(rf"(.+?)[\s-]+{_PARTS}", re.IGNORECASE)  # "two thirds"
-_SHARE_BETWEEN = re.compile(r"\s+(?:times\s+)?of\s+(?:(?:a|an)\s+)?", re.IGNORECASE)
 
 
 # ---- the guard ----------------------------------------------------------------------------------
@@ -232,6 +232,9 @@ class ReasoningGuard:
             if reading == "multiple":  # "3 years ... tripled": the multiple, whichever comes first
                 index = _best(mentions, contexts, used, slot,
                               lambda m: same_value(m.values[0], stated) and states_a_multiple(question, m))
+            if index is None:  # written as the slot is first: "20% off $20" states "{d}%" by its 20% and "${p}" by $20
+                index = _best(mentions, contexts, used, slot, lambda m: same_value(m.values[0], stated)
+                              and m.percent == (name in facts.percent_slots))
             if index is None:
                 index = _best(mentions, contexts, used, slot, lambda m: same_value(m.values[0], stated))
             if index is None:
@@ -271,13 +274,12 @@ class ReasoningGuard:
         checks["unbound_params"] = unbound
         if cfg.check_values and unbound:
             return f"the value read for {unbound[0]!r} ({values[unbound[0]]:g}) is not a number the question states"
-        # 1c. each value sits where its slot is: two values whose neighbourhoods each fit the other's slot better
-        # than their own were read crossed (two statements swapped, then read by position), so which is which is
-        # not known
-        crossed = _crossed(bound, values, facts.slots, contexts) if cfg.check_crossed else None
-        if crossed is not None:
+        # 1c. two values whose neighbourhoods each fit the other's slot better than their own were read crossed
+        if (crossed := _crossed(bound, values, facts.slots, contexts) if cfg.check_crossed else None) is not None:
             return (f"the values read for {crossed[0]!r} and {crossed[1]!r} each fit the other's place in the "
                     "template better than their own")
+        if cfg.check_values and (moved := bound_moved(entry.template, question, mentions, bound, read.repeats, entry.unread)):
+            return moved  # 1e. a bound stays with its slot: "took *over* 3 hours" where the template bounds another
         # 1d. (a reworded question) a slot the template follows with a unit of measure is read from a number the
         # question follows with another unit or a word of its own ("two servings" for "{grams} grams"), at each of
         # its mentions ("for 3 weeks ... after 3 *days*" of a template that says "{weeks} weeks" both times)
@@ -493,87 +495,6 @@ class _Read:
 
 #: A one-letter name inside a final question ("exit B", "Movie A"); not "I", and not a sentence's first word.
 _LABEL = re.compile(r"(?<=[\w,] )(?!I\b)[A-Z](?![\w'’-]|\.\w)")  # not "T-shirts", not "U.S."
-
-
-def _best(mentions: Sequence[Mention], contexts: Sequence[Context], used: set[int], context: Context, test: Any) -> int | None:
-    """The unused mention passing ``test`` whose neighbouring words best match ``context`` (first on ties)."""
-    best, best_score = None, -1
-    for i, mention in enumerate(mentions):
-        if i in used or not test(mention):
-            continue
-        score = len(contexts[i][0] & context[0]) + len(contexts[i][1] & context[1])
-        if score > best_score:
-            best, best_score = i, score
-    return best
-
-
-def _crossed(bound: dict[str, int], values: dict[str, Any], slots: dict[str, Context],
-             contexts: Sequence[Context]) -> tuple[str, str] | None:
-    """Two parameters each of whose values fits the other's slot better than its own (the words just before it
-    against the slot's words before, the words after against the words after), or None. Both must: one value
-    alone that fits elsewhere better is a renamed neighbour ("on Tuesday" where the template has "on Wednesday"
-    one slot later), not a crossing. Values that are equal, or read from one mention, cannot be crossed in a way
-    that changes the answer."""
-    def fit(index: int, name: str) -> int:
-        before, after = slots.get(name, (set(), set()))
-        return len(contexts[index][0] & before) + len(contexts[index][1] & after)
-
-    names = sorted(bound)
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            if bound[a] == bound[b] or same_value(float(values[a]), float(values[b])):
-                continue
-            if fit(bound[a], b) > fit(bound[a], a) and fit(bound[b], a) > fit(bound[b], b):
-                return a, b
-    return None
-
-def _bind_fractions(facts: TemplateFacts, mentions: Sequence[Mention], values: dict[str, float], used: set[int],
-                    bound: dict[str, int]) -> list[str]:
-    """Bind the slots the template writes as a fraction to one unused fraction of the question that holds
-    all their values: "{a}/{b}" to "2/5" (a=2, b=5, never crossed with another fraction or pieced together
-    from two numbers), "{n} thirds" to "two thirds" (the same fraction word). Returns the fraction words so
-    stated, which the template's constants then need not find again."""
-    stated_words: list[str] = []
-    for a, b in facts.fraction_pairs:
-        if a not in values or b not in values:
-            continue
-        for i, mention in enumerate(mentions):
-            fraction = _FRACTION.fullmatch(mention.text)
-            if (i not in used and fraction and same_value(float(fraction[1]), values[a])
-                    and same_value(float(fraction[2]), values[b])):
-                used.add(i)
-                bound[a] = bound[b] = i
-                break
-    for name, word in facts.worded_numerators.items():
-        if name not in values or name in bound:
-            continue
-        for i, mention in enumerate(mentions):
-            worded = _WORDED_FRACTION.fullmatch(mention.text)
-            numerator = _read(worded[1]) if worded else None
-            if (i not in used and numerator and re.split(r"[\s-]+", mention.text.lower())[-1] == word
-                    and same_value(numerator[0], values[name])):
-                used.add(i)
-                bound[name] = i
-                stated_words.append(word)
-                break
-    return stated_words
-
-
-def _share_of(text: str, mentions: Sequence[Mention], used: set[int], value: float,
-              others: Sequence[float]) -> tuple[int, int] | None:
-    """Two unused neighbouring mentions that state ``value`` as a share of a number ("half of 40",
-    "3/5 of 20", "half of a thousand"), as the value reader reads such a span. Not a percentage or an
-    amount of money, and not a share of a number another slot holds ("3/4 of 40 students" where the
-    entry's 40 students are a slot of their own: the 30 is then the reasoning's to compute)."""
-    for i, (share, whole) in enumerate(zip(mentions, mentions[1:])):
-        between = text[share.end:whole.start]
-        if (i in used or i + 1 in used or not _SHARE_BETWEEN.fullmatch(between)
-                or share.percent or share.money or whole.percent or whole.money
-                or any(same_value(whole.values[0], other) for other in others)):
-            continue
-        if reads_as_share(share.values[0], "times" in between.lower()) and same_value(share.values[0] * whole.values[0], value):
-            return i, i + 1
-    return None
 
 
 _NEGATION = frozenset({"negation"})

@@ -57,8 +57,13 @@ DISTRIBUTIVE = re.compile(rf"\b(?:each|per|every|apiece)\b|\b(?:a|an)\s+(?:{'|'.
 TOTALLING = re.compile(r"\b(?:in total|altogether|all together|in all|combined|overall|for all of them)\b",
                        re.IGNORECASE)
 #: A number given as a bound or an estimate, not an amount: "*at least* 4 pads", "*over* 20 people", "*about* $5".
-BOUNDED = re.compile(r"\b(at least|at most|no more than|no less than|more than|less than|fewer than|over|under|up to|"
-                     r"nearly|almost|about|around|approximately|roughly|close to)\s+[$€£]?\d", re.IGNORECASE)
+_BOUND_WORDS = (r"at least|at most|no more than|no less than|more than|less than|fewer than|over|under|up to|nearly|"
+                r"almost|about|around|approximately|roughly|close to")
+BOUNDED = re.compile(rf"\b({_BOUND_WORDS})\s+[$€£]?\d", re.IGNORECASE)
+#: The bound or estimate right before a number (the text up to it ends so): "took *over* ", "*about* $".
+_BOUND_BEFORE = re.compile(rf"\b({_BOUND_WORDS})\s+[$€£]?\s*$", re.IGNORECASE)
+#: A number, and at most one word, before "more than": a difference from the number after ("10 *less than* 172").
+_DIFFERENCE = re.compile(r"\d[\d,.]*%?\s+(?:[A-Za-z]+\s+)?$")
 #: A price stated as a total: "worth *$1700 in total*", "*$100 for all of them*" (not "$400 *per month* in total", a rate
 #: already, nor "0.25 of the *overall* number", an adjective).
 _AMOUNT_TOTALLED = re.compile(r"[$€£]\s?\d[\d,.]*(?:\s+(?!(?:of|the|per|a|an|each|every)\b)[a-z]+){0,2}\s+"
@@ -171,6 +176,36 @@ class TemplateWording:
 def _bounds(text: str) -> Counter[str]:
     """The bounds and estimates ``text`` puts before a number ("at least", "over", "about"), counted."""
     return Counter(m.lower() for m in BOUNDED.findall(text))
+
+
+def bound_moved(template: str, question: str, mentions: Sequence[Mention], bound: dict[str, int],
+                repeats: Sequence[tuple[str, int]], unread: frozenset[str]) -> str | None:
+    """Why a number the reasoning reads is given as a bound where the template's slot for it is not, or None: "which
+    took *over* 3 hours" for "which took her {t} hours" says no one amount, even where the template bounds another of
+    its numbers ("she took well *over* {d} hours longer"), which a count of bounds over the whole question cannot tell
+    apart. Each slot's mentions (a repeated slot's too) against its places in the template. A number the reasoning
+    never reads (``unread``: "over 16 years old" of a count of students) may be bounded, and a bound dropped leaves
+    an amount."""
+    for name, index in bound.items():
+        if name in unread:
+            continue
+        asked = Counter(b for i in (index, *(j for n, j in repeats if n == name))
+                        if (b := _bound_before(question, mentions[i].start)))
+        kept = Counter(b for slot in re.finditer(re.escape("{" + name + "}"), template)
+                       if (b := _bound_before(template, slot.start())))
+        if extra := sorted(asked - kept):
+            return f"the question gives {name!r} as a bound ({extra[0]!r}), not the amount the entry reads"
+    return None
+
+
+def _bound_before(text: str, at: int) -> str | None:
+    """The bound or estimate written right before position ``at`` ("over", "at least"), or None; "more than" after a
+    number is a difference, not a bound."""
+    window = text[max(0, at - 60):at]
+    match = _BOUND_BEFORE.search(window)
+    if match is None or (match.group(1).lower().endswith("than") and _DIFFERENCE.search(window[:match.start()])):
+        return None
+    return match.group(1).lower()
 
 
 def rate_periods(text: str) -> frozenset[str]:

@@ -1070,3 +1070,20 @@ def test_every_mention_of_a_repeated_slot_counts_the_slots_unit():
                "student pay for 8 days?")
     refusal = check(COURSE, changed, values)
     assert refusal is not None and "counts days" in refusal
+
+
+def test_a_percent_and_an_amount_of_one_value_bind_each_to_its_own_slot():
+    """"20% off $20.00": both numbers are 20, and the words around them fit either slot; the one written as a percent
+    states the slot the template writes as one, so neither is read as the other and refused as no percent."""
+    entry = EntryPoint(
+        id="pan", description="a pan on sale and towels",
+        template=("Sheila charged ${charged} on her card. She bought a frying pan that was on sale for {pan_off}% off "
+                  "${pan_price} and a set of towels that was {towels_off}% off ${towels_price}. What does she owe?"),
+        params=(Param("charged", "charged", float, 85.0), Param("pan_price", "pan price", float, 20.0),
+                Param("pan_off", "pan discount", float, 20.0), Param("towels_off", "towels discount", float, 10.0),
+                Param("towels_price", "towels price", float, 30.0)), root="r", answer_key="answer")
+    values = {"charged": 85.0, "pan_off": 20.0, "pan_price": 20.0, "towels_off": 10.0, "towels_price": 30.0}
+    question = ("Sheila charged $85 worth of merchandise on her credit card. Then she bought a frying pan that was on "
+                "sale for 20% off $20.00 and a set of towels that was 10% off $30. What does she owe?")
+    assert check(entry, question, values) is None
+    assert check(entry, question.replace("20% off $20.00", "20 off $20.00"), values) is not None

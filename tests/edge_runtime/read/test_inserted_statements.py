@@ -345,3 +345,64 @@ def _refused(template: str, question: str, why: str = "") -> bool:
 def test_a_rate_per_another_period_where_the_question_names_another_time_is_refused(question, refused):
     template = "Dan plants {n} tulips a day in his garden. After {d} days, how many tulips has he planted?"
     assert _refused(template, question, "another period") is refused
+
+
+CHORES = EntryPoint(
+    id="chores",
+    description="three people's chores",
+    template=("Amalia's work was to mow the lawn, which took her {mow} hours. Megan walked the dog, which took her {dog} "
+              "hours longer than Amalia. Dior did the laundry and took well over {laundry} hours longer than Amalia. "
+              "Calculate the total time they all took."),
+    params=(Param("mow", "hours mowing", int, 4, minimum=0), Param("dog", "hours longer walking", int, 2, minimum=0),
+            Param("laundry", "hours longer on laundry", int, 3, minimum=0)),
+    root="answer the chores question",
+    answer_key="answer",
+)
+
+
+@pytest.mark.parametrize(("question", "refused"), [
+    ("Amalia's work was to mow the lawn, which took over 5 hours. Megan walked the dog, which took her 2 hours longer "
+     "than Amalia. Dior did the laundry and took 3 hours longer than Amalia. Calculate the total time they all took.",
+     True),  # the template's one bound dropped and another number bounded: as many bounds, another amount
+    ("Amalia's work was to mow the lawn, which took her 5 hours. Megan walked the dog, which took her 2 hours longer "
+     "than Amalia. Dior did the laundry and took well over 3 hours longer than Amalia. Calculate the total time they "
+     "all took.", False),
+    ("Amalia's work was to mow the lawn, which took her 5 hours. Megan walked the dog, which took her 2 hours longer "
+     "than Amalia. Dior did the laundry and took 3 hours longer than Amalia. Calculate the total time they all took.",
+     False),  # a bound dropped leaves the amount the entry reads
+    ("Amalia's work was to mow the lawn, which took her 5 hours. Megan walked the dog, which took her 2 hours longer "
+     "than Amalia. Dior did the laundry and took about 3 hours longer than Amalia. Calculate the total time they all "
+     "took.", True),
+])
+def test_a_bound_stays_with_the_number_the_template_bounds(question, refused):
+    values = {"mow": 5, "dog": 2, "laundry": 3}
+    said = check(CHORES, question, values)
+    assert (said is not None and "bound" in said) == refused, said
+
+
+def _school(unread: frozenset[str]) -> EntryPoint:
+    return EntryPoint(
+        id="school", description="students by age",
+        template=("A school enrolls {total} students. {half} of these students are over {age} years old, and {quarter} "
+                  "of the students over {age} years old are male. The remaining {rest} of the students are under {age} "
+                  "years old, and {third} of the students under {age_again} are male. How many female students are "
+                  "there?"),
+        params=(Param("total", "students", int, 1000, minimum=0), Param("half", "share over", float, 0.5, minimum=0),
+                Param("age", "age", int, 16, minimum=0), Param("quarter", "male share over", float, 0.25, minimum=0),
+                Param("rest", "share under", float, 0.5, minimum=0),
+                Param("third", "male share under", float, 0.5, minimum=0), Param("age_again", "age", int, 16, minimum=0)),
+        root="answer the school question", answer_key="answer", unread=unread)
+
+
+def test_a_number_the_reasoning_never_reads_may_be_bounded():
+    """GSM8K 1009: "over 16 years old ... under 16" of a count of students, where the four 16s are bound to two slots
+    by the words around them and one lands beside the other bound. The answer depends on no 16 (the device tells
+    the unread parameters from the compiled code), so their bounds change nothing; read, they would."""
+    question = ("A school enrolls 1200 students. Half of these students are over 16 years old, and 1/4 of the students "
+                "over 16 years old are male. The remaining half of the students are under 16 years old, and 1/2 of the "
+                "students under 16 are male. How many female students are there?")
+    values = {"total": 1200, "half": 0.5, "age": 16, "quarter": 0.25, "rest": 0.5, "third": 0.5, "age_again": 16}
+    assert check(_school(frozenset({"age", "age_again"})), question, values) is None
+    assert "bound" in check(_school(frozenset()), question, values)
+    assert "bound" in check(_school(frozenset({"age", "age_again"})), question.replace("enrolls 1200", "enrolls about 1200"),
+                            values)
