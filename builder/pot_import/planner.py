@@ -345,6 +345,8 @@ def _lift_conversions(question: str, pool: Sequence[Literal], mentions: Sequence
     """A constant the program precomputed from a stated duration or measure becomes that number, converted
     (``assigned`` and ``taken`` grow)."""
     question_units = {unit_word(w) for w in re.findall(r"[a-z]+", question.lower())}
+    if re.search(r"\$\s?\d", question):  # "$5 ... 40 cents": the question counts in dollars too, as 0.4 does
+        question_units.add("dollar")
     for lit in pool:
         constant = float(restored.get(lit.id, lit.value))
         if lit.id in assigned or constant == 0:

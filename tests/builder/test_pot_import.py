@@ -979,6 +979,28 @@ def test_cents_a_program_precomputed_as_dollars_follow_the_cents(importer):
     assert answer(entry, compiled, q.replace("50 cents", "75 cents")) == 3
 
 
+def test_cents_written_as_dollars_beside_a_dollar_amount_are_read():
+    """GSM8K 434: "chips for 40 cents ... George spent $5", and a program that counts in dollars ("cost_of_chips =
+    0.4"): the "$5" says the question counts in dollars too, so 0.4 is the 40 cents, not a constant of its own."""
+    q = ("The vending machines sell chips for 40 cents and candy bars for 75 cents. George spent $5 and got 3 bags of "
+         "chips and had 1% of his money left. How many candy bars did he buy?")
+    plan = plan_parameters(q, PalProgram(program(q, """
+        cost_of_chips = 0.4
+        cost_of_candy_bar = 0.75
+        num_chips = 3
+        total_cost = 5
+        left_money = total_cost * 0.01
+        return (total_cost - left_money - num_chips * cost_of_chips) / cost_of_candy_bar
+    """)))
+    read = {q[p.mention.start:p.mention.end + 6] for p in plan.params}
+    assert {"40 cents", "75 cents"} <= read, read
+    no_dollars = q.replace("$5", "500 cents")
+    assert not any(p.mention.text == "40" for p in plan_parameters(no_dollars, PalProgram(program(no_dollars, """
+        cost_of_chips = 0.4
+        return (500 - 5 - 3 * 40) / 75 + cost_of_chips * 0
+    """))).params)
+
+
 def test_a_price_is_read_from_the_money_mention_not_a_same_valued_size():
     q = "He has $24 to buy wood. A 2 x 4 costs $4. A 2 x 8 costs $6. How many 2 x 4 boards can he buy?"
     plan = plan_parameters(q, PalProgram(program(q, """
