@@ -116,6 +116,10 @@ def _mention(text: str, start: int, end: int) -> Mention:
 
 
 _RUN_WORD = re.compile(r"[A-Za-z]+|[^\sA-Za-z-]+")
+#: The most words one number is written in ("nine hundred and ninety-nine thousand nine hundred and ninety-nine" is 13):
+#: a run is looked for no longer, so a match of many number words ("ten ten ten ...", 4 KB of them took minutes, every
+#: run tried from every word) costs a few readings per word.
+_MAX_RUN_WORDS = 8
 
 
 def _readable_runs(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -127,7 +131,7 @@ def _readable_runs(text: str, start: int, end: int) -> list[tuple[int, int]]:
     words = [(m.start() + start, m.end() + start) for m in _RUN_WORD.finditer(text[start:end])]
     runs, i = [], 0
     while i < len(words):
-        for j in range(len(words) - 1, i - 1, -1):
+        for j in range(min(len(words) - 1, i + _MAX_RUN_WORDS - 1), i - 1, -1):
             piece = text[words[i][0]:words[j][1]]
             if piece.lower().split()[-1] != "and" and read_values(piece) is not None:
                 runs.append((words[i][0], words[j][1]))

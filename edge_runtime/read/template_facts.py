@@ -107,10 +107,21 @@ def template_facts(entry: EntryPoint, scan: Callable[[str], Sequence[Mention]], 
     )
 
 
+#: How far either side of a span its context words are looked for: many times three content words, and a bound on the
+#: work per number of a long sentence (a 4 KB question of 1 200 numbers read its whole sentence for each: 2 s).
+_CONTEXT_CHARS = 240
+
+
 def context(text: str, start: int, end: int, width: int = 3) -> Context:
     """Content words just before and just after a span, within its sentence."""
-    left = re.split(r"[.?!](?:\s|$)", text[:start])[-1]
-    right = re.split(r"[.?!](?:\s|$)", text[end:])[0]
+    window = text[max(0, start - _CONTEXT_CHARS):start]
+    left = re.split(r"[.?!](?:\s|$)", window)[-1]
+    if start > _CONTEXT_CHARS and left == window:  # cut inside the sentence: not inside a word
+        left = left.split(None, 1)[-1] if len(left.split(None, 1)) > 1 else ""
+    window = text[end:end + _CONTEXT_CHARS]
+    right = re.split(r"[.?!](?:\s|$)", window)[0]
+    if end + _CONTEXT_CHARS < len(text) and right == window:
+        right = right.rsplit(None, 1)[0] if len(right.rsplit(None, 1)) > 1 else ""
     before = [stem(w) for w in WORD.findall(remove_numbers(left).lower()) if w not in STOP_WORDS][-width:]
     after = [stem(w) for w in WORD.findall(remove_numbers(right).lower()) if w not in STOP_WORDS][:width]
     return set(before), set(after)

@@ -1087,3 +1087,42 @@ def test_a_percent_and_an_amount_of_one_value_bind_each_to_its_own_slot():
                 "sale for 20% off $20.00 and a set of towels that was 10% off $30. What does she owe?")
     assert check(entry, question, values) is None
     assert check(entry, question.replace("20% off $20.00", "20 off $20.00"), values) is not None
+
+
+def test_a_question_of_many_number_words_is_read_in_linear_work(monkeypatch):
+    """A 4 KB question of "ten ten ten ..." is one run of number words that reads as no number: each word starts a
+    run looked for over at most a few words (a number is never written in more), where every run from every word was
+    tried before (half a million readings; minutes of a worker's time)."""
+    import edge_runtime.read.mentions as mentions
+
+    calls = []
+    read = mentions.read_values
+    monkeypatch.setattr(mentions, "read_values", lambda text: calls.append(text) or read(text))
+    hostile = "ten " * 1024
+    assert [m.text for m in mentions.scan(hostile)] == ["ten"] * 1024
+    assert len(calls) <= 10 * 1024 and max(len(c.split()) for c in calls[1:]) <= 8
+    assert [m.text for m in mentions.scan("On days one and two, Mack saw a total of 50 birds.")] == ["one", "two", "50"]
+
+
+def test_the_words_around_a_number_are_read_near_it_not_across_a_long_sentence(monkeypatch):
+    """Each number's context words came from the whole sentence before and after it: 1 200 numbers in one sentence
+    of 4 KB made the guard read the sentence 2 400 times (2 s). Three content words lie well within the window, so a
+    long sentence of words reads as before."""
+    import edge_runtime.read.template_facts as facts
+
+    story = ("On the long road north past the old mill and the quiet farms where the river bends twice before the "
+             "bridge, the careful baker with the red cart and the small dog that never barks at strangers carried "
+             "exactly 16 fresh loaves of rye bread, wrapped in linen cloth and tied with string from the market stall "
+             "near the church, all the way to the village fair that opens every spring when the cherry trees bloom.")
+    at = story.index("16")
+    near = facts.context(story, at, at + 2)
+    monkeypatch.setattr(facts, "_CONTEXT_CHARS", 10**6)
+    assert near == facts.context(story, at, at + 2) and len(near[0]) == len(near[1]) == 3
+    monkeypatch.setattr(facts, "_CONTEXT_CHARS", 240)
+    seen = []
+    remove = facts.remove_numbers
+    monkeypatch.setattr(facts, "remove_numbers", lambda text: seen.append(len(text)) or remove(text))
+    long = "He ate " + "10 " * 1300 + "apples today."
+    last = long.rindex("10")
+    assert facts.context(long, last, last + 2)[1] == facts.context("10 apples today.", 0, 2)[1]
+    assert max(seen) <= 240
