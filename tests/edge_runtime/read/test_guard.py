@@ -1126,3 +1126,19 @@ def test_the_words_around_a_number_are_read_near_it_not_across_a_long_sentence(m
     last = long.rindex("10")
     assert facts.context(long, last, last + 2)[1] == facts.context("10 apples today.", 0, 2)[1]
     assert max(seen) <= 240
+
+
+def test_a_sentence_of_many_numbers_is_read_once_for_its_restatements(monkeypatch):
+    """Whether a number restates another asks for its sentence's words: read once per sentence, not once per number
+    (1 200 numbers in one 4 KB sentence read it 1 200 times: 2 s in the guard)."""
+    import edge_runtime.read.restatement as restatement
+
+    calls = []
+    remove = restatement.remove_numbers
+    monkeypatch.setattr(restatement, "remove_numbers", lambda text: calls.append(len(text)) or remove(text))
+    restatement._sentence_words.cache_clear()
+    question = ("Janet's ducks lay 16 eggs per day. She eats 3 for breakfast every morning and bakes muffins for her "
+                "friends every day with 4. She sells the remainder at the farmers' market daily for $2 per fresh duck "
+                "egg. " + "10 " * 1000 + "How much in dollars does she make every day at the farmers' market?")
+    assert check(DUCKS, question, {"eggs": 16, "eaten": 3, "baked": 4, "price": 2.0}) is not None
+    assert len(calls) <= 10
