@@ -48,12 +48,21 @@ def main(argv: list[str] | None = None) -> int:
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
+    threading.Thread(target=_stop_with_parent, args=(os.getppid(), done), daemon=True).start()
     tmp = args.port_file.with_suffix(".tmp")
     tmp.write_text(str(server.port))
     os.replace(tmp, args.port_file)
     done.wait()
     server.stop(grace=1.0)
     return 0
+
+
+def _stop_with_parent(parent: int, done: threading.Event, every_s: float = 1.0) -> None:
+    """Stop when the evaluation that started this server is gone (killed, so it never called ``stop()``): the child
+    is then another process's, and a server left behind would hold its port and a model's memory for good."""
+    while not done.wait(every_s):
+        if os.getppid() != parent:
+            done.set()
 
 
 class EdgeServerProcess:
