@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from builder.gsm8k import Mention, scan_numbers
-from builder.pot_import.matching import similarity
+from builder.pot_import.matching import plain_values, similarity
 from builder.pot_import.plan import ParamPlan, Plan
 from builder.pot_import.program import Literal, PalProgram, close_to
 from builder.pot_import.suspects import unread_twins
@@ -44,7 +44,7 @@ def unvouched_guesses(plan: Plan, agreeing: Sequence[BoundProgram], question: st
     if question and program is not None:
         named = {p.name for p, _ in out}
         mentions = scan_numbers(question)
-        plain = _plain_values(mentions)
+        plain = plain_values(mentions)
         guessed = guessed_twins(question, program, plan, mentions)
         for p in plan.params:
             twins = guessed.get(p.name)
@@ -63,7 +63,7 @@ def guessed_twins(question: str, program: PalProgram, plan: Plan,
     answered wrong on every variant of them (gsm8k-0804 "Two cars ... after 2 hours" read the cars for the hours,
     gsm8k-1265 "yield 1 cup of juice" for the extra gallon), each agreeing with a program crossed the same way."""
     mentions = scan_numbers(question) if mentions is None else mentions
-    plain = _plain_values(mentions)
+    plain = plain_values(mentions)
     out: dict[str, list[Mention]] = {}
     for p in plan.params:
         if p.free or not p.literals:
@@ -84,11 +84,6 @@ def _prefers(question: str, b: BoundProgram, p: ParamPlan, twins: Sequence[Menti
                                   for m in twins):
             return True
     return False
-
-
-def _plain_values(mentions: Sequence[Mention]) -> set[float]:
-    """The values the question states as plain numbers, not prices (the planner's ``plain_values``)."""
-    return {m.value for m in mentions if not m.money}
 
 
 def _fit(literal: Literal, question: str, mention: Mention, plain: set[float]) -> float:

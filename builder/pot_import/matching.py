@@ -12,7 +12,7 @@ import ast
 import math
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from builder.gsm8k import Mention, context_words, words_after
@@ -54,6 +54,12 @@ _DIMENSION_BEFORE = re.compile(r"\d\s*[x×]\s*$", re.IGNORECASE)
 _MONEY_TOKENS = name_tokens(_MONEY_WORDS)
 #: Words that make a variable a price or an amount of money (not "bought" or "sold": those name counts too).
 _PRICE_TOKENS = name_tokens("price cost dollar cent fee wage salary charge fare rent tip tax money worth value")
+
+
+def plain_values(mentions: Sequence[Mention]) -> set[float]:
+    """The values a question states as plain numbers, not prices: a price beside a plain number of its value is scored
+    as that number's twin (``similarity``'s ``plain_twin``: the "$3" of "3 different package sizes ... for $3")."""
+    return {m.value for m in mentions if not m.money}
 
 
 def similarity(literal: Literal, question: str, mention: Mention, plain_twin: bool = False) -> float:

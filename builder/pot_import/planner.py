@@ -25,6 +25,7 @@ from builder.pot_import.matching import (
     lifted_form,
     literal_form,
     name_tokens,
+    plain_values,
     sanitise,
     similarity,
     unit_name,
@@ -72,7 +73,8 @@ def plan_parameters(
             probe = Literal(**{**lit.__dict__, "value": value})
             lit.excluded = unit_name(probe)
     pool = [lit for lit in program.literals if not lit.excluded]
-    candidates = _candidates(question, pool, mentions, restored, program.func)
+    added = added_operands(program.func)  # the literals a sum or a difference adds: never a ratio word, maybe a suspect
+    candidates = _candidates(question, pool, mentions, restored, program.func, added)
     assigned, taken = _assign(candidates, program, mentions, question)
     _pair_operands(program, pool, mentions, restored, assigned, taken)
     _lift_conversions(question, pool, mentions, restored, assigned, taken)
@@ -80,7 +82,7 @@ def plan_parameters(
                                                 _fraction_literals(program.func, pool))
     traded_pairs = _trade_mentions(params, traded)
     _name_params(params, program, question, all_names(program.func))
-    suspects, suspected_constants = derived_from(program, params, restored, mentions, set(assigned))
+    suspects, suspected_constants = derived_from(program, params, restored, mentions, set(assigned), added)
     derived = suspects if freeze_derived else {}
     twinned = stated_twice([p for p in params if p.name not in frozen], mentions)
     frozen_all = set(frozen) | set(derived)
@@ -140,12 +142,12 @@ def _restored_values(question: str, program: PalProgram, variant: str, docstring
 
 
 def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Mention],
-                restored: dict[int, Any], func: ast.FunctionDef) -> list[list[Any]]:
-    """Step 2's pairs [score, literal, mention, form, value] a literal may read, best first."""
-    plain_values = {m.value for m in mentions if not m.money}
+                restored: dict[int, Any], func: ast.FunctionDef, added: set[int]) -> list[list[Any]]:
+    """Step 2's pairs [score, literal, mention, form, value] a literal may read, best first (``added``: the nodes of
+    ``func`` a sum or a difference adds, :func:`builder.pot_import.suspects.added_operands`)."""
+    plain = plain_values(mentions)
     fractions = _written_fractions(func, pool, restored)
     counted = _in_sums_of_stated(func, pool, restored, mentions)
-    added = added_operands(func)
     candidates = []
     for lit in pool:
         value = float(restored.get(lit.id, lit.value))
@@ -157,7 +159,7 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
                 continue
             if id(lit.node) in added and not lit.direct and _scales(mention, value):
                 continue  # "Two years ago ... half Jan's age": ``jan_age - 2`` is the two years, never the half
-            sim = similarity(lit, question, mention, mention.value in plain_values)
+            sim = similarity(lit, question, mention, mention.value in plain)
             if (not lit.direct and sim <= 0 and (value in UNIT_CONSTANTS or value == 1.0) and mention.kind != "structural"
                     and not hyphenated_measure(question, mention) and id(lit.node) not in counted):
                 continue  # "/ 60" next to "60%", "+ 1" next to "1 dog": arithmetic, not that mention

@@ -23,7 +23,7 @@ from edge_runtime.entries.metadata import format_value
 
 def derived_from(
     program: PalProgram, params: Sequence[ParamPlan], restored: dict[int, Any], mentions: Sequence[Mention],
-    explained: set[int],
+    explained: set[int], added: set[int],
 ) -> tuple[dict[str, str], dict[str, set[float]]]:
     """Parameters the program may have precomputed into a constant, which stay constant unless the independent check
     clears them (name -> why, and name -> the constants suspected to come from them):
@@ -39,10 +39,11 @@ def derived_from(
       parameter is 1 ("half the amount" of "$1.00" written 0.5, gsm8k-0567, whether or not that 0.5 is read as the
       word). Such a value is too common for the arithmetic above; these uses are where it was the parameter read again,
       or computed from it.
+
+    ``added``: the nodes of the program a sum or a difference adds (:func:`added_operands`).
     """
     assigned_ids = {lid for p in params for lid, _ in p.literals} | explained
     constants: dict[str, set[float]] = {}
-    added = added_operands(program.func)
     values = [(p.name, float(p.original)) for p in params if not p.free]
     values += [(p.name, float(p.original) / 100) for p in params if p.mention.percent and not p.free]
     extra = [(None, float(v)) for m in mentions if m.kind == "structural" for v in (m.value, *m.alternatives)]
