@@ -117,11 +117,11 @@ def context(text: str, start: int, end: int, width: int = 3) -> Context:
     window = text[max(0, start - _CONTEXT_CHARS):start]
     left = re.split(r"[.?!](?:\s|$)", window)[-1]
     if start > _CONTEXT_CHARS and left == window:  # cut inside the sentence: not inside a word
-        left = left.split(None, 1)[-1] if len(left.split(None, 1)) > 1 else ""
+        left = "".join(left.split(None, 1)[1:])
     window = text[end:end + _CONTEXT_CHARS]
     right = re.split(r"[.?!](?:\s|$)", window)[0]
     if end + _CONTEXT_CHARS < len(text) and right == window:
-        right = right.rsplit(None, 1)[0] if len(right.rsplit(None, 1)) > 1 else ""
+        right = "".join(right.rsplit(None, 1)[:-1])
     before = [stem(w) for w in WORD.findall(remove_numbers(left).lower()) if w not in STOP_WORDS][-width:]
     after = [stem(w) for w in WORD.findall(remove_numbers(right).lower()) if w not in STOP_WORDS][:width]
     return set(before), set(after)
