@@ -74,7 +74,7 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
     read: set[str] = set()  # the steps an earlier step reads
     for i, step in enumerate(steps[: finals[-1] + 1]):
         try:
-            value = _Chain(steps[:i], step, read, question, mentions).visit(step.expr)
+            value = _Chain(steps[:i], step, read, question, mentions, steps[i + 1: finals[-1] + 1]).visit(step.expr)
         except _Ambiguous:
             return None
         read |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
@@ -163,14 +163,16 @@ class _Chain(ast.NodeTransformer):
     result ("2 hours * 7 days" after "= 7 hours") is not that result but a constant the question never states (the
     days of a week); other words are no guide ("20 paired socks" after "= 20 socks"). A number that an earlier step
     reached and the question also states is the one whose unit the step's prose writes after it, when that tells
-    them apart ("3 miles" after "= 3 hours", of a question that states 3 miles); otherwise the solution is unused:
-    which one a person meant is the coincidence an entry right only on its original numbers makes."""
+    them apart ("3 miles" after "= 3 hours", of a question that states 3 miles), or the result when no other number
+    of the solution could read it (:meth:`_read_nowhere_else`); otherwise the solution is unused: which one a person
+    meant is the coincidence an entry right only on its original numbers makes."""
 
     def __init__(self, earlier: Sequence[_Step], step: _Step, read: set[str], question: str,
-                 mentions: Sequence[Any]) -> None:
+                 mentions: Sequence[Any], later: Sequence[_Step] = ()) -> None:
         """``earlier``: the steps before ``step``; ``read``: the ones an earlier step reads; ``mentions``: the
-        question's numbers."""
+        question's numbers; ``later``: the steps after ``step`` up to the answer."""
         self.earlier, self.read, self.question, self.mentions = earlier, read, question, mentions
+        self.later = later
         self.units = step.units
         self.commutative = _one_operator(step.expr)
         self.taken: set[str] = set()  # the steps this one has read already
@@ -205,13 +207,28 @@ class _Chain(ast.NodeTransformer):
         stating = _stating(self.mentions, value)
         if not stating:  # "2 hours * 7 days" after a step gave 7 hours: the 7 is the days of a week
             return not (chosen.unit and written and chosen.unit not in written)
+        if chosen.name in self.taken:
+            raise _Ambiguous  # "6 cups ... so 6 * 6" of a question that states 6 lemons: one of them is the lemons
         # "3 * 3" where a step gave 3 hours and the question states 3 miles: only units can tell them apart
         stated = {_unit_after(self.question, m.end) for m in stating} - {None}
         if chosen.unit and chosen.unit in written and not stated & written:
             return True  # "3 hours * $20" after "= 3 hours", of a question that states 3 miles
         if stated & written and chosen.unit and chosen.unit not in written:
             return False  # "3 miles / 2" after "= 3 hours"
+        if self._read_nowhere_else(chosen):
+            return True  # "$2 x 3" after "$100 x 2/100 = $2", of a question that states 2%: else the $2 is for nothing
         raise _Ambiguous
+
+    def _read_nowhere_else(self, chosen: _Step) -> bool:
+        """Whether no other number of the solution could read ``chosen``: no earlier step read it, this one has not,
+        and no later step up to the answer writes its value. A person writes a step to use its result; read as
+        the question's number instead, the step would be for nothing. Read this way, an entry that took the
+        question's number where the reasoning computes one of equal value (right only on its own numbers)
+        disagrees on the variants."""
+        if chosen.name in self.read or chosen.name in self.taken:
+            return False
+        return not any(isinstance(n, ast.Constant) and isinstance(n.value, (int, float))
+                       and is_close(n.value, chosen.result, 1e-9) for step in self.later for n in ast.walk(step.expr))
 
 
 def _one_operator(expr: ast.expr) -> bool:
@@ -281,27 +298,45 @@ def _hoist_givens(body: list[ast.stmt], mentions: Sequence[Any]) -> list[ast.stm
     where a program would name it once. Bound literal by literal, only one of the repeats would follow
     the question's number on a variant and the solution would disagree with a right entry; named once
     at the top, every step reads the same given. A value two mentions state stays literal (which one a
-    step means is not known)."""
+    step means is not known). A 100 that divides, in a question that states a percent and a 100, is the percent's
+    whole ("$100 x 2/100" of "$100 at 2%"): named ``percent_whole``, a unit constant the planner never binds, where
+    as a literal or a given it would take the $100's value on a variant."""
+    tree = ast.Module(body=body, type_ignores=[])
+    collides = any(m.percent for m in mentions) and _stating(mentions, 100)  # "$100 at 2%"
+    wholes = {id(n.right) for n in ast.walk(tree) if collides
+              and isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and _is_number(n.right) and n.right.value == 100}
     written: dict[float, list[Any]] = {}  # value -> the literals that write it
-    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+    for node in ast.walk(tree):
+        if _is_number(node) and id(node) not in wholes:
             written.setdefault(float(node.value), []).append(node.value)
     names: dict[float, str] = {}
     for value, literals in written.items():
         if len(literals) > 1 and len(_stating(mentions, value)) == 1:
             names[value] = f"given_{len(names) + 1}"
-    if not names:
+    if not names and not wholes:
         return body
 
     class Name(ast.NodeTransformer):
         def visit_Constant(self, node: ast.Constant) -> ast.AST:
-            if isinstance(node.value, (int, float)) and not isinstance(node.value, bool) and float(node.value) in names:
+            if id(node) in wholes:
+                return ast.copy_location(ast.Name(id=_PERCENT_WHOLE, ctx=ast.Load()), node)
+            if _is_number(node) and float(node.value) in names:
                 return ast.copy_location(ast.Name(id=names[float(node.value)], ctx=ast.Load()), node)
             return node
 
     givens: list[ast.stmt] = [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
                                          value=ast.Constant(written[value][0])) for value, name in names.items()]
+    if wholes:
+        givens.append(ast.Assign(targets=[ast.Name(id=_PERCENT_WHOLE, ctx=ast.Store())], value=ast.Constant(100)))
     return givens + [Name().visit(stmt) for stmt in body]
+
+
+#: The name of a percent's whole: a unit constant to the planner (``builder.pot_import.matching.unit_name``).
+_PERCENT_WHOLE = "percent_whole"
+
+
+def _is_number(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
 
 
 class _Ambiguous(Exception):

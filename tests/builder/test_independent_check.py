@@ -330,6 +330,50 @@ def test_a_worked_solution_whose_number_could_be_a_result_or_a_given_is_not_used
     assert worked_solution_program(answer, 275, "") is not None  # without the question nothing is ambiguous
 
 
+def test_a_number_that_is_the_only_reader_of_a_result_reads_it() -> None:
+    """"20 * 3" after "4 * 5 = 20" pens, of a question that states $20 too: read as the price, the step that made 20
+    pens would be for nothing, so it is the pens; where a later step writes 20 again, either could be, and the
+    solution is unused."""
+    from builder.pot_import.program import PalProgram
+    from builder.worked_solution import worked_solution_program
+
+    question = "A shop sells 4 packs of 5 pens a day for 3 days, and each pen costs $20. How many pens does it sell?"
+    answer = "Pens a day: 4*5=<<4*5=20>>20.\nPens in all: 20*3=<<20*3=60>>60\n#### 60"
+    program = PalProgram(worked_solution_program(answer, 60, question))
+    six = {lit.id: (6 if lit.value == 5 else lit.value) for lit in program.literals}
+    assert program.run() == 60 and program.run(six) == 4 * 6 * 3
+    money = answer.replace("\n#### 60", "\nMoney: 60*20=<<60*20=1200>>1200\n#### 1200")
+    assert worked_solution_program(money, 1200, question) is None
+
+
+def test_a_step_that_writes_a_result_twice_where_the_question_states_its_value_is_not_used() -> None:
+    """"6 cups ... so 6 * 6" where a step made 6 cups and the question states 6 lemons: one 6 is the lemons, and
+    the units written do not say which; squared, the solution would read the cups twice."""
+    from builder.worked_solution import worked_solution_program
+
+    question = "Tim needs 6 lemons for each cup of juice. He makes 2 cups for himself and 4 for friends. How many lemons?"
+    answer = ("He makes 2 + 4 = <<2+4=6>>6 cups of juice.\nEach cup needs 6 lemons and he makes 6 cups so "
+              "6 * 6 = <<6*6=36>>36 lemons\n#### 36")
+    assert worked_solution_program(answer, 36, question) is None
+
+
+def test_a_percents_whole_is_a_unit_constant_not_the_dollars_of_its_value() -> None:
+    """"$100 x 2/100" of "owes $100 at 2%": the 100 that divides is the percent's whole, a unit constant; the $100
+    is named once and follows the question's number (owing $200 costs 200 + 200 x 2% x 3)."""
+    from builder.pot_import.matching import unit_name
+    from builder.pot_import.program import PalProgram
+    from builder.worked_solution import worked_solution_program
+
+    question = "Mia owes $100 at a monthly interest of 2%. She pays it all after 3 months. How much does she pay?"
+    answer = ("Interest: $100 x 2/100 = $<<100*2/100=2>>2 a month.\nOver 3 months: $2 x 3 = $<<2*3=6>>6.\n"
+              "Total: $100 + $6 = $<<100+6=106>>106\n#### 106")
+    program = PalProgram(worked_solution_program(answer, 106, question))
+    wholes = [lit for lit in program.literals if unit_name(lit)]
+    owed = [lit for lit in program.literals if lit.value == 100 and not unit_name(lit)]
+    assert len(wholes) == 1 and len(owed) == 1
+    assert program.run({owed[0].id: 200}) == 200 + 200 * 2 / 100 * 3
+
+
 def test_a_given_that_a_worked_solution_repeats_is_one_parameter() -> None:
     """Each step writes the given again ("3 * 20", "4 * 20", "20 + ..."): a variant must change all of them,
     or the solution disagrees with a right entry and the importer freezes a parameter that was fine."""
@@ -629,3 +673,30 @@ def test_a_program_that_disagrees_only_where_it_guesses_a_tie_neither_vetoes_nor
     assert answer(entry, compiled, variant) == 48 * 35 * 4 * 15 + 36 * 35 * 4 * 15
     alone = importer.import_one(with_independent(transcript(WORKWEEK, WORKWEEK_ENTRY, 168000), WORKWEEK_WORKED))
     assert alone.accepted and not {"workers_may", "hours_per_week"} <= set(alone.info["read_params"]), alone.info
+
+
+LAUNDRY = ("Ann washes 6 towels and 1 rug every week. Her machine takes 3 towels at a time and 1 rug at a time. "
+           "How many loads does she wash in 4 weeks?")
+LAUNDRY_ENTRY = ("towels = 6\nrugs = 1\ntowels_per_load = 3\nrugs_per_load = 1\nweeks = 4\n"
+                 "return (towels / towels_per_load + rugs / rugs_per_load) * weeks")
+LAUNDRY_NAMED = IndependentProgram("named", as_solution(
+    "towel_count = 6\nrug_count = 1\ntowel_load = 3\nrug_load = 1\nweek_count = 4\n"
+    "ans = (towel_count / towel_load + rug_count / rug_load) * week_count"))
+
+
+def test_a_program_that_reads_two_numbers_the_entry_sets_apart_through_one_literal_does_not_veto(
+        importer: Importer) -> None:
+    """"2 + 1" of "1 rug ... 1 rug at a time": the worked solution writes one 1 for both, so on a variant that sets
+    them apart it follows one of them by a guess. Where a program that reads them apart agrees, both vary."""
+    from builder.worked_solution import worked_solution_program
+
+    solution = ("Towel loads: 6/3=<<6/3=2>>2 loads.\nEach week: 2+1=<<2+1=3>>3 loads.\n"
+                "In 4 weeks: 3*4=<<3*4=12>>12 loads.\n#### 12")
+    worked = IndependentProgram(WORKED_SOLUTION, worked_solution_program(solution, 12, LAUNDRY), solution)
+    result = importer.import_one(with_independent(transcript(LAUNDRY, LAUNDRY_ENTRY, 12), worked, LAUNDRY_NAMED))
+    assert result.accepted, result.detail
+    assert len(result.info["read_params"]) == 5, result.info
+    assert result.info["verification"]["sources"] == ["named"], result.info
+    entry, compiled = load_entry(result.source, result.id)
+    variant = LAUNDRY.replace("1 rug every", "2 rugs every")
+    assert answer(entry, compiled, variant) == (6 / 3 + 2 / 1) * 4
