@@ -325,12 +325,14 @@ def _disagrees_only_where_it_guesses(question: str, plan: Plan, b: BoundProgram,
 
 
 def _guesses_mention(question: str, plan: Plan, b: BoundProgram, p: ParamPlan) -> bool:
-    """``b`` reads ``p``'s mention by a guess: another varied parameter's mention states the same value and ``b``
-    reads the two from literals of one value with no name that prefers its binding (:func:`_guesses_pair`), or from
-    one literal ("2 + 1" of "1 king bed ... 1 king set at a time", joined as repeats of one number): where the entry
-    sets the two apart, which of them that literal follows is the planner's guess."""
+    """``b`` reads ``p``'s mention by a guess: another varied parameter's mention states the same value (or is read as
+    it: "2 hot dogs ... half" as 2) and ``b`` reads the two from literals of one value with no name that prefers its
+    binding (:func:`_guesses_pair`), or from one literal ("2 + 1" of "1 king bed ... 1 king set at a time", joined as
+    repeats of one number): where the entry sets the two apart, which of them that literal follows is the planner's
+    guess."""
     a = (p.mention.start, p.mention.end)
-    return any(q is not p and not q.free and close_to(float(p.mention.value), float(q.mention.value))
+    return any(q is not p and not q.free and (close_to(float(p.mention.value), float(q.mention.value))
+                                              or close_to(float(p.original), float(q.original)))  # "2 ... half"
                and (_guesses_pair(question, b, a, c := (q.mention.start, q.mention.end)) or _joins(b, a, c))
                for q in plan.params)
 

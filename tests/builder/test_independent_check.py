@@ -700,3 +700,24 @@ def test_a_program_that_reads_two_numbers_the_entry_sets_apart_through_one_liter
     entry, compiled = load_entry(result.source, result.id)
     variant = LAUNDRY.replace("1 rug every", "2 rugs every")
     assert answer(entry, compiled, variant) == (6 / 3 + 2 / 1) * 4
+
+
+PENS_HALF = "Mia has 2 red pens. Leo has 4 times as many pens as Mia. Ann has half as many pens as Leo. " \
+            "How many more pens does Ann have than Mia?"
+PENS_HALF_ENTRY = "mia = 2\nleo = mia * 4\nann = leo / 2\nreturn ann - mia"
+PENS_HALF_NAMED = IndependentProgram("named", as_solution(
+    "mia_pens = 2\nleo_pens = mia_pens * 4\nann_pens = leo_pens / 2\nans = ann_pens - mia_pens"))
+
+
+def test_a_number_and_a_word_read_as_its_value_are_a_tie_a_checker_guesses(importer: Importer) -> None:
+    """"2 red pens ... half": the worked solution writes three 2s, and which is Mia's is the planner's guess, as
+    between two written 2s; where the named program agrees, Mia's pens vary."""
+    from builder.worked_solution import worked_solution_program
+
+    solution = "Leo: 4*2=<<4*2=8>>8 pens.\nAnn: 8/2=<<8/2=4>>4 pens.\nMore: 4-2=<<4-2=2>>2\n#### 2"
+    worked = IndependentProgram(WORKED_SOLUTION, worked_solution_program(solution, 2, PENS_HALF), solution)
+    result = importer.import_one(with_independent(transcript(PENS_HALF, PENS_HALF_ENTRY, 2), worked, PENS_HALF_NAMED))
+    assert result.accepted, result.detail
+    assert len(result.info["read_params"]) == 3, result.info
+    entry, compiled = load_entry(result.source, result.id)
+    assert answer(entry, compiled, PENS_HALF.replace("has 2 red", "has 3 red")) == 3 * 4 / 2 - 3
