@@ -18,6 +18,9 @@ socks", "30 bugs" after "= 30 millipedes").
 from __future__ import annotations
 
 import ast
+import copy
+import dataclasses
+import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,25 +73,45 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
     finals = [i for i, step in enumerate(steps) if is_close(step.result, gold)]
     if not finals or isinstance(steps[finals[-1]].expr, ast.Constant):
         return None  # no step reaches the gold, or the last writes it bare ("m=<<8=8>>8"): it reads nothing
-    body: list[ast.stmt] = []
-    read: set[str] = set()  # the steps an earlier step reads
-    for i, step in enumerate(steps[: finals[-1] + 1]):
-        try:
-            value = _Chain(steps[:i], step, read, question, mentions, steps[i + 1: finals[-1] + 1]).visit(step.expr)
-        except _Ambiguous:
-            return None
-        read |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-        if _cancels(value):
-            return None
-        body.append(ast.Assign(targets=[ast.Name(id=step.name, ctx=ast.Store())], value=value))
-    body = _needed(body, steps[finals[-1]].name)
-    body.append(ast.Return(value=ast.Name(id=steps[finals[-1]].name, ctx=ast.Load())))
+    final = steps[finals[-1]].name
+    body = _chained(steps[: finals[-1] + 1], question, mentions, literal_factors=False)
+    if body is not None and not _every_number_counts(body, final):
+        # "300 / 60" of minutes to hours, read as the step that made 60 minutes, leaves numbers idle: the 60 is the
+        # hour's. Where no factor was read so, the question's own arithmetic cancels ("180 - 85 - 36" of a total
+        # that added the same 85) and the reading stands.
+        factors = _chained(steps[: finals[-1] + 1], question, mentions, literal_factors=True)
+        if factors is not None and [ast.dump(s) for s in factors] != [ast.dump(s) for s in body]:
+            body = factors if _every_number_counts(factors, final) else None
+    if body is None:
+        return None
+    body.append(ast.Return(value=ast.Name(id=final, ctx=ast.Load())))
     body = _hoist_givens(body, mentions)
     func = ast.FunctionDef(name="solution", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
                                                                 defaults=[]), body=body, decorator_list=[], returns=None)
     module = ast.Module(body=[func], type_ignores=[])
     ast.fix_missing_locations(module)
     return ast.unparse(module)
+
+
+def _chained(steps: Sequence[_Step], question: str, mentions: Sequence[Any], *,
+             literal_factors: bool) -> list[ast.stmt] | None:
+    """The steps as assignments that read earlier results (:class:`_Chain`), only those the last one needs; None
+    where a number is ambiguous or a step cancels. ``literal_factors``: a divisor that is a unit conversion factor
+    the question does not state ("/ 60") stays a literal even where an earlier step reached its value."""
+    steps = [dataclasses.replace(step, expr=copy.deepcopy(step.expr)) for step in steps]  # a visit rewrites them
+    body: list[ast.stmt] = []
+    read: set[str] = set()  # the steps an earlier step reads
+    for i, step in enumerate(steps):
+        try:
+            value = _Chain(steps[:i], step, read, question, mentions, steps[i + 1:],
+                           literal_factors=literal_factors).visit(step.expr)
+        except _Ambiguous:
+            return None
+        read |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        if _cancels(value):
+            return None
+        body.append(ast.Assign(targets=[ast.Name(id=step.name, ctx=ast.Store())], value=value))
+    return _needed(body, steps[-1].name)
 
 
 _WRITTEN_RESULT = re.compile(r"=\s*[$€£]?\s*(-?(?:\d[\d,]*)?\.?\d+)(?![\d/])")
@@ -164,16 +187,22 @@ class _Chain(ast.NodeTransformer):
     days of a week); other words are no guide ("20 paired socks" after "= 20 socks"). A number that an earlier step
     reached and the question also states is the one whose unit the step's prose writes after it, when that tells
     them apart ("3 miles" after "= 3 hours", of a question that states 3 miles), or the result when no other number
-    of the solution could read it (:meth:`_read_nowhere_else`); otherwise the solution is unused: which one a person
-    meant is the coincidence an entry right only on its original numbers makes."""
+    of the solution could read it (:meth:`_read_nowhere_else`); a plain sum or product that writes such a number twice
+    reads one of each ("3 * 3" of 3 hours a night, 3 nights a week). Otherwise the solution is unused: which one a
+    person meant is the coincidence an entry right only on its original numbers makes."""
 
     def __init__(self, earlier: Sequence[_Step], step: _Step, read: set[str], question: str,
-                 mentions: Sequence[Any], later: Sequence[_Step] = ()) -> None:
+                 mentions: Sequence[Any], later: Sequence[_Step] = (), *, literal_factors: bool = False) -> None:
         """``earlier``: the steps before ``step``; ``read``: the ones an earlier step reads; ``mentions``: the
-        question's numbers; ``later``: the steps after ``step`` up to the answer."""
+        question's numbers; ``later``: the steps after ``step`` up to the answer; ``literal_factors``: see
+        :func:`_chained`."""
         self.earlier, self.read, self.question, self.mentions = earlier, read, question, mentions
         self.later = later
+        self.factors = {id(n.right) for n in ast.walk(step.expr) if literal_factors and isinstance(n, ast.BinOp)
+                        and isinstance(n.op, (ast.Div, ast.FloorDiv)) and _is_number(n.right)
+                        and float(n.right.value) in _CONVERSION_FACTORS}
         self.units = step.units
+        self.numbers = [n.value for n in ast.walk(step.expr) if _is_number(n)]  # before the visit names any
         self.commutative = _one_operator(step.expr)
         self.taken: set[str] = set()  # the steps this one has read already
 
@@ -181,7 +210,7 @@ class _Chain(ast.NodeTransformer):
         if not isinstance(node.value, (int, float)) or isinstance(node.value, bool):
             return node
         results = [s for s in self.earlier if is_close(s.result, node.value, 1e-9)]
-        if not results:
+        if not results or (id(node) in self.factors and not _stating(self.mentions, node.value)):
             return node
         chosen = self._pick(results)
         if not self._is_result(chosen, node.value):
@@ -207,8 +236,10 @@ class _Chain(ast.NodeTransformer):
         stating = _stating(self.mentions, value)
         if not stating:  # "2 hours * 7 days" after a step gave 7 hours: the 7 is the days of a week
             return not (chosen.unit and written and chosen.unit not in written)
-        if chosen.name in self.taken:
-            raise _Ambiguous  # "6 cups ... so 6 * 6" of a question that states 6 lemons: one of them is the lemons
+        if chosen.name in self.taken:  # "6 cups ... so 6 * 6" of a question that states 6 lemons
+            if self.commutative and len(stating) == 1 and self._writes(value) == 2:
+                return False  # one 6 is the cups, the other the lemons, and a sum or a product does not mind which
+            raise _Ambiguous
         # "3 * 3" where a step gave 3 hours and the question states 3 miles: only units can tell them apart
         stated = {_unit_after(self.question, m.end) for m in stating} - {None}
         if chosen.unit and chosen.unit in written and not stated & written:
@@ -218,6 +249,10 @@ class _Chain(ast.NodeTransformer):
         if self._read_nowhere_else(chosen):
             return True  # "$2 x 3" after "$100 x 2/100 = $2", of a question that states 2%: else the $2 is for nothing
         raise _Ambiguous
+
+    def _writes(self, value: float) -> int:
+        """How many times this step writes ``value``."""
+        return sum(1 for number in self.numbers if is_close(number, value, 1e-9))
 
     def _read_nowhere_else(self, chosen: _Step) -> bool:
         """Whether no other number of the solution could read ``chosen``: no earlier step read it, this one has not,
@@ -229,6 +264,52 @@ class _Chain(ast.NodeTransformer):
             return False
         return not any(isinstance(n, ast.Constant) and isinstance(n.value, (int, float))
                        and is_close(n.value, chosen.result, 1e-9) for step in self.later for n in ast.walk(step.expr))
+
+
+def _every_number_counts(body: list[ast.stmt], final: str) -> bool:
+    """Whether the answer moves with each number the steps write (each changed alone). A person writes no number
+    that the answer does not depend on; a chain that makes one idle has read a number as the wrong step ("300 / 60"
+    of minutes to hours, read as the step that made 60 minutes, so that the step divides by its own input), and as
+    a checker it would hold the answer still where the entry's moves."""
+    numbers = [n for stmt in body for n in ast.walk(stmt) if _is_number(n)]
+    base = _answer(body, final, {})
+    if base is None:
+        return True
+    for node in numbers:
+        moved = _answer(body, final, {id(node): float(node.value) * 1.5 + 1})
+        if moved is not None and is_close(moved, base, 1e-9):
+            return False
+    return True
+
+
+#: What a person divides by to change units (minutes per hour, days per week, cents per dollar, ...).
+_CONVERSION_FACTORS = frozenset({7.0, 12.0, 16.0, 24.0, 52.0, 60.0, 100.0, 365.0, 1000.0, 3600.0})
+
+_OPERATORS: dict[type, Any] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+                               ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+
+
+def _answer(body: list[ast.stmt], final: str, swapped: dict[int, float]) -> float | None:
+    """The steps' answer with some numbers (by node id) replaced; None where the arithmetic fails."""
+    env: dict[str, float] = {}
+
+    def value(node: ast.expr) -> float:
+        if isinstance(node, ast.Constant):
+            return swapped.get(id(node), node.value)
+        if isinstance(node, ast.Name):
+            return env[node.id]
+        if isinstance(node, ast.UnaryOp):
+            return -value(node.operand) if isinstance(node.op, ast.USub) else value(node.operand)
+        assert isinstance(node, ast.BinOp)
+        return _OPERATORS[type(node.op)](value(node.left), value(node.right))
+
+    try:
+        for stmt in body:
+            assert isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
+            env[stmt.targets[0].id] = value(stmt.value)
+        return float(env[final])
+    except (ArithmeticError, ValueError, TypeError, KeyError):
+        return None
 
 
 def _one_operator(expr: ast.expr) -> bool:

@@ -346,15 +346,38 @@ def test_a_number_that_is_the_only_reader_of_a_result_reads_it() -> None:
     assert worked_solution_program(money, 1200, question) is None
 
 
-def test_a_step_that_writes_a_result_twice_where_the_question_states_its_value_is_not_used() -> None:
-    """"6 cups ... so 6 * 6" where a step made 6 cups and the question states 6 lemons: one 6 is the lemons, and
-    the units written do not say which; squared, the solution would read the cups twice."""
+def test_a_product_that_writes_a_result_and_a_stated_value_of_one_value_reads_one_each() -> None:
+    """"6 cups ... so 6 * 6" where a step made 6 cups and the question states 6 lemons: one 6 is the cups, the other
+    the lemons (a product does not mind which), never the cups twice; written three times, nothing tells."""
+    from builder.pot_import.program import PalProgram
     from builder.worked_solution import worked_solution_program
 
     question = "Tim needs 6 lemons for each cup of juice. He makes 2 cups for himself and 4 for friends. How many lemons?"
     answer = ("He makes 2 + 4 = <<2+4=6>>6 cups of juice.\nEach cup needs 6 lemons and he makes 6 cups so "
               "6 * 6 = <<6*6=36>>36 lemons\n#### 36")
-    assert worked_solution_program(answer, 36, question) is None
+    program = PalProgram(worked_solution_program(answer, 36, question))
+    lemons = {lit.id: (7 if lit.value == 6 else lit.value) for lit in program.literals}
+    cups = {lit.id: (3 if lit.value == 2 else lit.value) for lit in program.literals}
+    assert program.run() == 36 and program.run(lemons) == 7 * 6 and program.run(cups) == (3 + 4) * 6
+    thrice = answer.replace("6 * 6 = <<6*6=36>>36", "6 * 6 * 6 = <<6*6*6=216>>216").replace("#### 36", "#### 216")
+    assert worked_solution_program(thrice, 216, question) is None
+
+
+def test_a_unit_factor_read_as_a_result_that_leaves_numbers_idle_is_the_factor() -> None:
+    """"120 / 60" of minutes to hours, after a step made 60 minutes: read as that step, the answer would be 2 whatever
+    the cat sleeps; the 60 is the hour's. An answer the question's own arithmetic makes idle stands."""
+    from builder.pot_import.program import PalProgram
+    from builder.worked_solution import worked_solution_program
+
+    question = "A cat sleeps 20 minutes, a dog twice as long, and a fox as long as both. How many hours in all?"
+    answer = ("Dog: 20*2=<<20*2=40>>40 minutes.\nFox: 20+40=<<20+40=60>>60 minutes.\n"
+              "All: 20+40+60=<<20+40+60=120>>120 minutes.\nIn hours: 120/60=<<120/60=2>>2 hours.\n#### 2")
+    program = PalProgram(worked_solution_program(answer, 2, question))
+    thirty = {lit.id: (30 if lit.value == 20 else lit.value) for lit in program.literals}
+    assert program.run() == 2 and program.run(thirty) == (30 + 60 + 90) / 60
+    question = "Ann has 5 red and 3 blue pens, then finds 2 more. How many more pens has she than before?"
+    answer = "Before: 5+3=<<5+3=8>>8 pens.\nAfter: 8+2=<<8+2=10>>10 pens.\nMore: 10-8=<<10-8=2>>2\n#### 2"
+    assert PalProgram(worked_solution_program(answer, 2, question)).run() == 2  # the 5 and the 3 cancel in the story
 
 
 def test_a_percents_whole_is_a_unit_constant_not_the_dollars_of_its_value() -> None:
