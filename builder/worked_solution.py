@@ -237,8 +237,10 @@ class _Chain(ast.NodeTransformer):
         if not stating:  # "2 hours * 7 days" after a step gave 7 hours: the 7 is the days of a week
             return not (chosen.unit and written and chosen.unit not in written)
         if chosen.name in self.taken:  # "6 cups ... so 6 * 6" of a question that states 6 lemons
-            if self.commutative and len(stating) == 1 and self._writes(value) == 2:
+            if self.commutative and len(stating) == 1 and self._writes(value) == 2 \
+                    and not self._computed_from(chosen, value):
                 return False  # one 6 is the cups, the other the lemons, and a sum or a product does not mind which
+            # "3 x 1 = 3" hours of three classes, then "3 x 3": the stated three twice, or a 3 the question never states
             raise _Ambiguous
         # "3 * 3" where a step gave 3 hours and the question states 3 miles: only units can tell them apart
         stated = {_unit_after(self.question, m.end) for m in stating} - {None}
@@ -249,6 +251,20 @@ class _Chain(ast.NodeTransformer):
         if self._read_nowhere_else(chosen):
             return True  # "$2 x 3" after "$100 x 2/100 = $2", of a question that states 2%: else the $2 is for nothing
         raise _Ambiguous
+
+    def _computed_from(self, step: _Step, value: float) -> bool:
+        """Whether ``step`` reads a number of ``value`` itself or through the earlier steps it reads."""
+        by_name = {s.name: s for s in self.earlier}
+        seen, todo = set(), [step]
+        while todo:
+            current = todo.pop()
+            for n in ast.walk(current.expr):
+                if _is_number(n) and is_close(n.value, value, 1e-9):
+                    return True
+                if isinstance(n, ast.Name) and n.id in by_name and n.id not in seen:
+                    seen.add(n.id)
+                    todo.append(by_name[n.id])
+        return False
 
     def _writes(self, value: float) -> int:
         """How many times this step writes ``value``."""
