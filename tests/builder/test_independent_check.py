@@ -744,3 +744,16 @@ def test_a_number_and_a_word_read_as_its_value_are_a_tie_a_checker_guesses(impor
     assert len(result.info["read_params"]) == 3, result.info
     entry, compiled = load_entry(result.source, result.id)
     assert answer(entry, compiled, PENS_HALF.replace("has 2 red", "has 3 red")) == 3 * 4 / 2 - 3
+
+
+def test_a_worked_solution_with_a_power_tower_is_read_at_once() -> None:
+    """A reference file is input: "9**9**9" in a step's prose or annotation overflows as floats at once where whole
+    numbers grew for minutes (the reading runs in the importer's own process, not a confined worker)."""
+    import subprocess
+    import sys
+
+    code = ("from builder.worked_solution import worked_solution_program as w\n"
+            "print(w('Big: 9**9**9 = <<1=1>>1 and 2+3=<<2+3=5>>5\\nTower: 9^9^9*1=<<9^9^9*1=1>>1\\n#### 1', 1, 'Two 2s.'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
