@@ -59,7 +59,7 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
     with no unit to tell them apart, makes the solution unusable, and so does a step that divides an earlier
     result by itself (:func:`_cancels`). The program returns the last step whose result is the gold answer,
     with only the steps it reads (:func:`_needed`)."""
-    if gold is None:
+    if gold is None or len(str(answer)) > _MAX_ANSWER_CHARS:
         return None
     mentions = scan_numbers(question) if question else []
     steps: list[_Step] = []
@@ -70,6 +70,8 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
             steps += _line_steps(line, len(steps))
         except (SyntaxError, ValueError, RecursionError):
             return None
+    if len(steps) > _MAX_STEPS:
+        return None  # no person's worked solution; reading one costs steps x steps
     finals = [i for i, step in enumerate(steps) if is_close(step.result, gold)]
     if not finals or isinstance(steps[finals[-1]].expr, ast.Constant):
         return None  # no step reaches the gold, or the last writes it bare ("m=<<8=8>>8"): it reads nothing
@@ -113,6 +115,11 @@ def _chained(steps: Sequence[_Step], question: str, mentions: Sequence[Any], *,
         body.append(ast.Assign(targets=[ast.Name(id=step.name, ctx=ast.Store())], value=value))
     return _needed(body, steps[-1].name)
 
+
+#: Bounds on what is read as a worked solution: GSM8K's longest answer has 1 070 characters and 8 steps; a reference
+#: file is input, and the chain's checks cost steps x steps.
+_MAX_ANSWER_CHARS = 8000
+_MAX_STEPS = 64
 
 _WRITTEN_RESULT = re.compile(r"=\s*[$€£]?\s*(-?(?:\d[\d,]*)?\.?\d+)(?![\d/])")
 

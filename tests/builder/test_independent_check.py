@@ -748,9 +748,17 @@ def test_a_number_and_a_word_read_as_its_value_are_a_tie_a_checker_guesses(impor
 
 def test_a_worked_solution_with_a_power_tower_is_read_at_once() -> None:
     """A reference file is input: "9**9**9" in a step's prose or annotation overflows as floats at once where whole
-    numbers grew for minutes (the reading runs in the importer's own process, not a confined worker)."""
+    numbers grew for minutes (the reading runs in the importer's own process, not a confined worker), and a solution
+    of hundreds of steps, which no person writes (GSM8K's longest has 8), is not read (its checks cost steps x
+    steps)."""
     import subprocess
     import sys
+
+    from builder.worked_solution import worked_solution_program
+
+    steps = "\n".join(f"Day {i}: {i}+1=<<{i}+1={i + 1}>>{i + 1}" for i in range(1, 400))
+    assert worked_solution_program(steps + "\n#### 400", 400, "One apple, one more each day.") is None
+    assert worked_solution_program("\n".join(steps.split("\n")[:7]) + "\n#### 8", 8, "One apple, one more each day.")
 
     code = ("from builder.worked_solution import worked_solution_program as w\n"
             "print(w('Big: 9**9**9 = <<1=1>>1 and 2+3=<<2+3=5>>5\\nTower: 9^9^9*1=<<9^9^9*1=1>>1\\n#### 1', 1, 'Two 2s.'))")
