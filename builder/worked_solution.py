@@ -75,13 +75,13 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
     finals = [i for i, step in enumerate(steps) if is_close(step.result, gold)]
     if not finals or isinstance(steps[finals[-1]].expr, ast.Constant):
         return None  # no step reaches the gold, or the last writes it bare ("m=<<8=8>>8"): it reads nothing
-    final = steps[finals[-1]].name
-    body = _chained(steps[: finals[-1] + 1], question, mentions, literal_factors=False)
+    final, upto = steps[finals[-1]].name, steps[: finals[-1] + 1]
+    body = _chained(upto, question, mentions, literal_factors=False)
     if body is not None and not _every_number_counts(body, final):
         # "300 / 60" of minutes to hours, read as the step that made 60 minutes, leaves numbers idle: the 60 is the
         # hour's. Where no factor was read so, the question's own arithmetic cancels ("180 - 85 - 36" of a total
         # that added the same 85) and the reading stands.
-        factors = _chained(steps[: finals[-1] + 1], question, mentions, literal_factors=True)
+        factors = _chained(upto, question, mentions, literal_factors=True)
         if factors is not None and [ast.dump(s) for s in factors] != [ast.dump(s) for s in body]:
             body = factors if _every_number_counts(factors, final) else None
     if body is None:
@@ -205,16 +205,16 @@ class _Chain(ast.NodeTransformer):
         :func:`_chained`."""
         self.earlier, self.read, self.question, self.mentions = earlier, read, question, mentions
         self.later = later
-        self.factors = {id(n.right) for n in ast.walk(step.expr) if literal_factors and isinstance(n, ast.BinOp)
+        self.factors = {id(n.right) for n in ast.walk(step.expr) if isinstance(n, ast.BinOp)
                         and isinstance(n.op, (ast.Div, ast.FloorDiv)) and _is_number(n.right)
-                        and float(n.right.value) in _CONVERSION_FACTORS}
+                        and float(n.right.value) in _CONVERSION_FACTORS} if literal_factors else set()
         self.units = step.units
         self.numbers = [n.value for n in ast.walk(step.expr) if _is_number(n)]  # before the visit names any
         self.commutative = _one_operator(step.expr)
         self.taken: set[str] = set()  # the steps this one has read already
 
     def visit_Constant(self, node: ast.Constant) -> ast.AST:
-        if not isinstance(node.value, (int, float)) or isinstance(node.value, bool):
+        if not _is_number(node):
             return node
         results = [s for s in self.earlier if is_close(s.result, node.value, 1e-9)]
         if not results or (id(node) in self.factors and not _stating(self.mentions, node.value)):
@@ -285,8 +285,8 @@ class _Chain(ast.NodeTransformer):
         disagrees on the variants."""
         if chosen.name in self.read or chosen.name in self.taken:
             return False
-        return not any(isinstance(n, ast.Constant) and isinstance(n.value, (int, float))
-                       and is_close(n.value, chosen.result, 1e-9) for step in self.later for n in ast.walk(step.expr))
+        return not any(_is_number(n) and is_close(n.value, chosen.result, 1e-9)
+                       for step in self.later for n in ast.walk(step.expr))
 
 
 def _every_number_counts(body: list[ast.stmt], final: str) -> bool:
