@@ -56,8 +56,9 @@ def crossed(bound: dict[str, int], values: dict[str, Any], slots: dict[str, Cont
                 return a, b
     return None
 
+
 def bind_fractions(facts: TemplateFacts, mentions: Sequence[Mention], values: dict[str, float], used: set[int],
-                    bound: dict[str, int]) -> list[str]:
+                   bound: dict[str, int]) -> list[str]:
     """Bind the slots the template writes as a fraction to one unused fraction of the question that holds
     all their values: "{a}/{b}" to "2/5" (a=2, b=5, never crossed with another fraction or pieced together
     from two numbers), "{n} thirds" to "two thirds" (the same fraction word). Returns the fraction words so
@@ -89,7 +90,7 @@ def bind_fractions(facts: TemplateFacts, mentions: Sequence[Mention], values: di
 
 
 def share_of(text: str, mentions: Sequence[Mention], used: set[int], value: float,
-              others: Sequence[float]) -> tuple[int, int] | None:
+             others: Sequence[float]) -> tuple[int, int] | None:
     """Two unused neighbouring mentions that state ``value`` as a share of a number ("half of 40",
     "3/5 of 20", "half of a thousand"), as the value reader reads such a span. Not a percentage or an
     amount of money, and not a share of a number another slot holds ("3/4 of 40 students" where the
