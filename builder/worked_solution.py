@@ -87,7 +87,7 @@ def worked_solution_program(answer: str, gold: Any, question: str = "") -> str |
     if body is None:
         return None
     body.append(ast.Return(value=ast.Name(id=final, ctx=ast.Load())))
-    body = _hoist_givens(body, mentions)
+    body = _hoist_givens(body, mentions, question, {step.name: step.units for step in upto})
     func = ast.FunctionDef(name="solution", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
                                                                 defaults=[]), body=body, decorator_list=[], returns=None)
     module = ast.Module(body=[func], type_ignores=[])
@@ -398,7 +398,8 @@ def _stating(mentions: Sequence[Any], value: float) -> list[Any]:
     return [m for m in mentions if any(is_close(v, value, 1e-9) for v, _ in m.literal_values())]
 
 
-def _hoist_givens(body: list[ast.stmt], mentions: Sequence[Any]) -> list[ast.stmt]:
+def _hoist_givens(body: list[ast.stmt], mentions: Sequence[Any], question: str = "",
+                  units: dict[str, tuple[tuple[float, str], ...]] | None = None) -> list[ast.stmt]:
     """Name a number the solution writes more than once when exactly one mention of the question states it.
 
     A worked solution repeats a given in every step that uses it ("3 * 20", "4 * 20", "20 + 60 + ..."),
@@ -407,18 +408,28 @@ def _hoist_givens(body: list[ast.stmt], mentions: Sequence[Any]) -> list[ast.stm
     at the top, every step reads the same given. A value two mentions state stays literal (which one a
     step means is not known). A 100 that divides, in a question that states a percent and a 100, is the percent's
     whole ("$100 x 2/100" of "$100 at 2%"): named ``percent_whole``, a unit constant the planner never binds, where
-    as a literal or a given it would take the $100's value on a variant."""
+    as a literal or a given it would take the $100's value on a variant. Repeats whose steps write units that tell
+    them from the mention (:func:`_counts_apart`: "4 weeks * $600" beside "1/4 of the employees") stay literals
+    (``units``: step name -> the units its prose writes)."""
     tree = ast.Module(body=body, type_ignores=[])
     collides = any(m.percent for m in mentions) and _stating(mentions, 100)  # "$100 at 2%"
     wholes = {id(n.right) for n in ast.walk(tree) if collides
               and isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and _is_number(n.right) and n.right.value == 100}
+    written_units: dict[float, set[str]] = {}  # value -> the units the steps that write it write after it
+    for stmt in body:
+        step_units = dict((units or {}).get(stmt.targets[0].id, ())) if isinstance(stmt, ast.Assign) else {}
+        for node in ast.walk(stmt):
+            if _is_number(node) and id(node) not in wholes and float(node.value) in step_units:
+                written_units.setdefault(float(node.value), set()).add(step_units[float(node.value)])
     written: dict[float, list[Any]] = {}  # value -> the literals that write it
     for node in ast.walk(tree):
         if _is_number(node) and id(node) not in wholes:
             written.setdefault(float(node.value), []).append(node.value)
     names: dict[float, str] = {}
     for value, literals in written.items():
-        if len(literals) > 1 and len(_stating(mentions, value)) == 1:
+        stating = _stating(mentions, value)
+        if len(literals) > 1 and len(stating) == 1 and not _counts_apart(written_units.get(value, set()), stating[0],
+                                                                         question):
             names[value] = f"given_{len(names) + 1}"
     if not names and not wholes:
         return body
@@ -436,6 +447,14 @@ def _hoist_givens(body: list[ast.stmt], mentions: Sequence[Any]) -> list[ast.stm
     if wholes:
         givens.append(ast.Assign(targets=[ast.Name(id=_PERCENT_WHOLE, ctx=ast.Store())], value=ast.Constant(100)))
     return givens + [Name().visit(stmt) for stmt in body]
+
+
+def _counts_apart(units: set[str], mention: Any, question: str) -> bool:
+    """Whether the repeats of a number, written with ``units`` by their steps, count something other than what the
+    question's ``mention`` states: two units ("2 * 30 days" and "30 lbs"), a unit the question does not write after
+    the mention, or any unit for a number the question states as a fraction or a multiple ("4 weeks" and "1/4")."""
+    stated = _unit_after(question, mention.end)
+    return len(units) > 1 or bool(units) and (not mention.parameterisable or stated is not None and units != {stated})
 
 
 #: The name of a percent's whole: a unit constant to the planner (``builder.pot_import.matching.unit_name``).

@@ -148,15 +148,18 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
     plain = plain_values(mentions)
     fractions = _written_fractions(func, pool, restored)
     counted = _in_sums_of_stated(func, pool, restored, mentions)
+    worded = [float(m.value) for m in mentions if _worded_fraction(m)]
     candidates = []
     for lit in pool:
         value = float(restored.get(lit.id, lit.value))
+        pair = fractions.get(id(lit.node))
+        stated_fraction = pair is not None and bool(pair[1]) and any(close_to(pair[0] / pair[1], w) for w in worded)
         if value == 0.0 and not lit.direct:
             continue  # 0 inside an expression is arithmetic, not a quantity
         for mention in mentions:
             form = value_matches(value, mention, question)
-            if form is None:
-                continue
+            if form is None or stated_fraction and not _worded_fraction(mention):
+                continue  # the 3 of "* 2 / 3" of "two-thirds" reads the fraction, never "3 miles" beside it
             if id(lit.node) in added and not lit.direct and _scales(mention, value):
                 continue  # "Two years ago ... half Jan's age": ``jan_age - 2`` is the two years, never the half
             sim = similarity(lit, question, mention, mention.value in plain)
@@ -169,6 +172,11 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
                 written = re.fullmatch(r"(\d+)\s*/\s*(\d+)", question[mention.stated[0]:mention.stated[1]])
                 pair = (float(written[1]), float(written[2])) if written else None
                 score += 1.0 if pair is not None and fractions.get(id(lit.node)) == pair else -0.3
+            elif id(lit.node) in fractions and _worded_fraction(mention):
+                # "two-thirds ... three-fifths" written "* 2 / 3" and "* 3 / 5": the pair whose quotient is the word's
+                # value reads it; by words and names alone the 3 of "2 / 3" took "three-fifths"
+                num, den = fractions[id(lit.node)]
+                score += 1.0 if den and close_to(num / den, float(mention.value)) else -0.3
             candidates.append([score, lit, mention, form, value])
     # ties: keep the order of same-valued literals and mentions ("3 sprints 3 times a week")
     rank_l: dict[int, int] = {}
@@ -184,6 +192,13 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
         -c[0], 0 if c[1].direct else 1, abs(rank_l[c[1].id] - rank_m[(c[4], c[2].index)]), c[1].order, c[2].index,
     ))
     return candidates
+
+
+def _worded_fraction(mention: Mention) -> bool:
+    """A fraction of more than one part the question states in words ("two-thirds", "three-fifths"), which a program
+    writes as two literals. Not one part ("half", "1/3"): its denominator alone reads it, as a reciprocal."""
+    value = float(mention.value)
+    return mention.kind == "structural" and 0 < value < 1 and not close_to(1 / value, round(1 / value))
 
 
 def _scales(mention: Mention, value: float) -> bool:

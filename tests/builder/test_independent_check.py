@@ -413,6 +413,40 @@ def test_a_given_that_a_worked_solution_repeats_is_one_parameter() -> None:
     assert bound.program.run(twenty.literal_values(10)) == 10 + 30 + 40  # every step follows the new given
 
 
+def test_a_repeat_written_with_a_unit_the_mention_does_not_state_is_not_that_given() -> None:
+    """"4 weeks * $500" and "1/4 of the workers": both write 4, one mention states it; named once, a variant of the
+    fraction would change the weeks in a month too, and the solution would disagree with a right entry."""
+    from builder.independent import IndependentProgram
+    from builder.independent_check import bind
+    from builder.worked_solution import worked_solution_program
+
+    question = ("A shop hires 20 workers at $500 a week each. In March, 1/4 of the staff leave. How much does it pay "
+                "in February and March?")
+    answer = ("A worker earns 4 weeks * $500 = $<<4*500=2000>>2000 a month.\nFebruary: 20*2000=<<20*2000=40000>>40000.\n"
+              "Staff leaving: 1/4*20=<<1/4*20=5>>5 workers.\nMarch: (20-5)*2000=<<(20-5)*2000=30000>>30000.\n"
+              "Total: 40000+30000=<<40000+30000=70000>>70000\n#### 70000")
+    code = worked_solution_program(answer, 70000, question)
+    assert code is not None and "4 * 500" in code and "1 / 4" in code, code
+    (bound,) = bind(question, 70000, [IndependentProgram("reference_worked_solution", code)], 2.0)
+    fraction = next(q for q in bound.plan.params if q.mention.text == "1/4")
+    fifth = fraction.literal_values(5 if fraction.reading == "reciprocal" else 1 / 5)
+    assert bound.program.run(fifth) == 20 * 2000 + (20 - 4) * 2000  # "1/5": the weeks in a month stay 4
+
+
+def test_two_worded_fractions_are_read_by_the_pairs_that_write_them() -> None:
+    """"two-thirds ... three-fifths" written "* 2 / 3" and "* 3 / 5": the 3 of the first pair is not the numerator
+    of the second fraction; each pair reads its fraction, so a checker varies both."""
+    from builder.pot_import.planner import plan_parameters
+    from builder.pot_import.program import PalProgram
+
+    question = ("A tank holds 12 liters that are two-thirds oil and a drum holds 20 liters that are three-fifths oil. "
+                "How much oil is there?")
+    code = "def solution():\n    a = 20 * 3 / 5\n    b = 12 * 2 / 3\n    return a + b\n"
+    plan = plan_parameters(question, PalProgram(code), freeze_derived=False)
+    read = {p.mention.text: p.original for p in plan.params}
+    assert read.get("two-thirds") == 2 / 3 and read.get("three-fifths") == 3 / 5, read
+
+
 def test_two_equal_operands_of_a_product_read_the_two_mentions_of_their_value() -> None:
     """"10 * 10" of a question that states 10 twice ("a 10-hour shift", "$10 per hour"): which operand reads which
     mention cannot change the product, so each reads one; otherwise the second stays a constant and the solution
