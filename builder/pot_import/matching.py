@@ -80,6 +80,9 @@ def similarity(literal: Literal, question: str, mention: Mention, plain_twin: bo
     if literal.direct and head and unit_of(head[0]) is None and mention.kind != "structural" and not mention.money \
             and not own & _PRICE_TOKENS:
         score += 0.5 * len(name_tokens(head[0]) & name_tokens(literal.direct))
+    # "trees_with_7_birds = 3" of "3 trees each had 7 blue birds ... 1 final tree had 3 blue birds": a number the
+    # variable's name writes, stated beside the mention, says which of two equal numbers the literal is
+    score += len(_numbers_named(own_text) & _numbers_beside(question, mention))
     if mention.money and literal.direct and not name_money:
         score -= 0.5
     elif mention.money and name_money and plain_twin:
@@ -94,6 +97,20 @@ def similarity(literal: Literal, question: str, mention: Mention, plain_twin: bo
         elif not literal.direct:
             score += 0.25
     return score
+
+
+def _numbers_named(name: str) -> set[str]:
+    """The whole numbers a variable name writes as words of their own between other words ("birds_in_7_trees" ->
+    {"7"}); not an index at its end ("year_1", a worked solution's "trees_step1")."""
+    parts = name.lower().split("_")
+    return {p.lstrip("0") or "0" for p in parts[:-1] if p.isdigit() and len(p) <= 2}
+
+
+def _numbers_beside(question: str, mention: Mention) -> set[str]:
+    """The whole numbers written within five words of the mention, in its sentence, other than the mention itself."""
+    left = re.split(r"[.?!;:](?:\s|$)", question[:mention.start])[-1].split()[-5:]
+    right = re.split(r"[.?!;:](?:\s|$)", question[mention.end:])[0].split()[:5]
+    return {m.lstrip("0") or "0" for w in left + right for m in re.findall(r"(?<![0-9.,/])[0-9]+(?![0-9.,/])", w)}
 
 
 def literal_form(value: Any, form: str) -> Any:

@@ -284,6 +284,11 @@ def _rename_reserved(func: ast.FunctionDef) -> dict[str, str]:
     return renames
 
 
+def _position(node: ast.AST) -> tuple[int, int]:
+    """Where a node is written (nodes without a position, operators and contexts, first)."""
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
 def _collect_literals(func: ast.FunctionDef) -> list[Literal]:
     literals: list[Literal] = []
     body = [s for s in func.body if not is_docstring(s)]
@@ -306,7 +311,7 @@ def _collect_literals(func: ast.FunctionDef) -> list[Literal]:
         own_exprs = _own_expressions(stmt)
         for expr in own_exprs:
             shares = _share_factors(expr)
-            for node in ast.walk(expr):
+            for node in sorted(ast.walk(expr), key=_position):  # as written: "3 * 7 + 2 * 4 + 3" reads its 3s left first
                 if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
                     literals.append(Literal(
                         id=len(literals), node=node, value=node.value, order=len(literals),

@@ -1142,5 +1142,5 @@ def test_a_number_added_or_subtracted_is_never_a_ratio_word():
         return mark_age_then + 2 + 2
     """)), freeze_derived=False)  # bound, before the "+ 2"s make it a suspect of the check's (test_suspected_constants)
     words = {p.mention.text: [lid for lid, _ in p.literals] for p in plan.params}
-    assert words["half"] == [3], plan.params  # the divisor, the fourth literal
+    assert words["half"] == [2], plan.params  # the divisor, the third literal as written
     assert "half" not in {p.mention.text for p in plan.params if 1 in (lid for lid, _ in p.literals)}
