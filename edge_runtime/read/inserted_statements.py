@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from edge_runtime.read.english_words import opposites, word_stem
+from edge_runtime.read.english_words import FUNCTION_WORDS, opposites, word_stem
 from edge_runtime.read.measures import unit_of
 from edge_runtime.read.mentions import Mention, scan
 from edge_runtime.read.question_words import STOP_WORDS, WORD, final_sentence, sentences, stem
@@ -210,12 +210,24 @@ def _bound_before(text: str, at: int) -> str | None:
 
 def rate_periods(text: str) -> frozenset[str]:
     """The periods ``text`` gives a rate per: "3 times *a week*", "*per* day", "*every* month", "*weekly*"."""
-    return frozenset({m["unit"].lower() for m in RATE_PERIOD.finditer(text)} | _adverb_periods(text))
+    return frozenset({m["unit"].lower() for m in RATE_PERIOD.finditer(text) if not _ordinal(text, m.start("unit"), m.end("unit"))}
+                     | _adverb_periods(text))
 
 
 def time_units(text: str) -> frozenset[str]:
     """Every unit of time ``text`` names, in any form ("12 *days*", "*daily*", "a *week*")."""
-    return frozenset({w.lower() for w in _TIME_UNIT.findall(text)} | _adverb_periods(text))
+    return frozenset({m[1].lower() for m in _TIME_UNIT.finditer(text) if not _ordinal(text, m.start(1), m.end(0))}
+                     | _adverb_periods(text))
+
+
+def _ordinal(text: str, start: int, end: int) -> bool:
+    """"second" that counts in order, as the word before a thing it names shows ("at a *second* job", "the second
+    week"): no unit of time. "10 meters a second", "a second or two" are."""
+    following = _NEXT_WORD.match(text, end)
+    return text[start:end].lower() == "second" and following is not None and following[1].lower() not in FUNCTION_WORDS
+
+
+_NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
 
 
 def _adverb_periods(text: str) -> set[str]:

@@ -141,8 +141,15 @@ def modifier_change(template_asks: str, question_asks: str, kinds: frozenset[str
     if kinds is not None:
         t_mod = Counter({k: n for k, n in t_mod.items() if k in kinds})
         q_mod = Counter({k: n for k, n in q_mod.items() if k in kinds})
+    if _JOINED.search(template_asks) and _JOINED.search(question_asks):
+        # "how many letters are in Anya's and her sister's names *together*": two things joined by "and" are asked
+        # for as a sum already, with the word or without it
+        t_mod["sum"] = q_mod["sum"] = max(t_mod["sum"], q_mod["sum"], 1)
     added, dropped = sorted((q_mod - t_mod).elements()), sorted((t_mod - q_mod).elements())
     return f"adds a {added[0]}" if added else f"drops a {dropped[0]}" if dropped else None
+
+
+_JOINED = re.compile(r"\w\s+and\s+\w", re.IGNORECASE)
 
 
 _VERBS = frozenset("""do does did is are was were will would can could should has have had must might may""".split())

@@ -347,6 +347,18 @@ def test_a_rate_per_another_period_where_the_question_names_another_time_is_refu
     assert _refused(template, question, "another period") is refused
 
 
+@pytest.mark.parametrize(("question", "refused"), [
+    ("Rob earns $9 an hour at his first job for 10 hours and $6 an hour at a second job for 5 hours. How much does he "
+     "earn?", False),  # "a second job": an ordinal, no rate per second
+    ("Rob earns $9 an hour at his first job for 10 hours and $6 a second at his other job for 5 hours. How much does he "
+     "earn?", True),
+])
+def test_second_before_a_thing_is_an_ordinal_not_a_period(question, refused):
+    template = ("Rob earns ${a} an hour at his first job for {h} hours and ${b} an hour at his second job for {k} hours. "
+                "How much does he earn?")
+    assert _refused(template, question, "another period") is refused
+
+
 CHORES = EntryPoint(
     id="chores",
     description="three people's chores",
