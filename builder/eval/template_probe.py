@@ -12,10 +12,16 @@ question that asks for another quantity (``changed_question``) or for a given nu
 (``reversed``). Batches 0-3 are the *tune* half (failures may be read and mechanisms designed on them), batches
 4-5 the *check* half (drawn later; figures only). ``data/probe_changed_more.json`` adds more changed variants by
 other authors (2026-12-06): three added clauses (a comparison, a per-item group, a number inside a sentence) and two
-changed final questions per tune template, and two of each kind per check template.
+changed final questions per tune template, and two of each kind per check template. ``data/probe_templates_fresh.json``
+(2026-12-08) is a second tune half, ``fresh``: 64 more GSM8K rows, drawn among those the saved evaluation split
+(``build/b0/split.json``) bundles and that no dev set or earlier template is seeded from, templated by four more helper
+agents under the same rules (one added clause and one changed final question each); it was first read after the
+mechanisms of the earlier sessions were designed, so its misses show where they fail on templates they were not
+tuned on. It stays out of ``split`` (adding its rows there would redraw the unrelated entries).
 
     python -m builder.eval.template_probe split --registry REG --out SPLIT.json  # bundle every probed entry
     python -m builder.eval.template_probe write OUT.jsonl [--per-template 8]
+    python -m builder.eval.template_probe write OUT.jsonl --templates builder/eval/data/probe_templates_fresh.json --more none
     python -m builder.eval.template_probe report RECORDS.jsonl      # served right / wrong / changed, per half
 
 A row's answer comes from the template's lambda, compiled from a restricted expression language (the names and the
@@ -41,6 +47,8 @@ from builder.eval.split import Split
 from edge_runtime.read.template_facts import SLOT
 
 TEMPLATES = Path(__file__).parent / "data" / "probe_templates.json"
+#: A second tune half of other GSM8K rows, by other authors (the module docstring).
+FRESH = Path(__file__).parent / "data" / "probe_templates_fresh.json"
 #: More changed-reasoning variants of the same templates, by other authors (see ``load_templates``).
 MORE = Path(__file__).parent / "data" / "probe_changed_more.json"
 KIND = "template probe"

@@ -9,6 +9,7 @@ import pytest
 
 from builder.eval.gsm_data import GSM8K_TEST
 from builder.eval.template_probe import (
+    FRESH,
     TEMPLATES,
     compile_lambda,
     load_templates,
@@ -41,6 +42,30 @@ def test_every_template_gives_the_gold_answer_on_the_original_values():
         base = template.variants[0]
         assert base.condition(spec["original"]), template.gsm8k_row
         assert base.answer(spec["original"]) == pytest.approx(gold[template.gsm8k_row]), template.gsm8k_row
+
+
+@pytest.mark.skipif(not GSM8K_TEST.exists(), reason="../shared/data/gsm8k is not here")
+def test_the_fresh_templates_give_the_gold_answer_and_are_seeded_from_other_rows(tmp_path):
+    """The second tune half: other GSM8K rows than the first templates and the dev sets, each right on its original
+    values, each with an added clause and a changed final question."""
+    from builder.eval.gsm_bundle import dev_entry_ids
+
+    gold = [float(json.loads(line)["answer"].split("####")[-1].replace(",", "")) for line in open(GSM8K_TEST, encoding="utf-8")]
+    raw = json.loads(FRESH.read_text(encoding="utf-8"))["templates"]
+    fresh = load_templates(FRESH, None)
+    for template, spec in zip(fresh, raw):
+        assert base_right(template, spec, gold), template.gsm8k_row
+        assert [v.kind for v in template.variants] == ["reparam", "added_clause", "changed_question"], template.gsm8k_row
+    rows = {t.gsm8k_row for t in fresh}
+    assert len(rows) == 64 and not rows & {t.gsm8k_row for t in load_templates()}
+    assert not {f"gsm8k-{r:04d}" for r in rows} & dev_entry_ids()
+    counts = write(tmp_path / "fresh.jsonl", per_template=8, path=FRESH, more=None)
+    assert {half for half, _ in counts} == {"fresh"} and counts[("fresh", "reparam")] == 64 * 8
+
+
+def base_right(template, spec, gold) -> bool:
+    base = template.variants[0]
+    return bool(base.condition(spec["original"])) and base.answer(spec["original"]) == pytest.approx(gold[template.gsm8k_row])
 
 
 def test_the_query_set_has_both_halves_and_changed_rows_never_answer_as_the_base(tmp_path):
