@@ -238,12 +238,16 @@ def _adverb_periods(text: str) -> set[str]:
 def added_without_number(question: str, template: TemplateWording, template_words: frozenset[str]) -> str | None:
     """Why the question adds an operation in words alone, or None: a word that repeats or adds one ("another",
     "again") that the template does not write (``template_words``: its words, lower-cased), or a span of time stated
-    with an article ("for a week") whose unit the template states no span of that way."""
+    with an article ("for a week") whose unit the template states no span of that way, or with "one" ("in one week")
+    whose unit the template never names."""
     extra = (set(WORD.findall(question.lower())) & ADDING_WORDS) - template_words
     if extra:
         return f"the question says {sorted(extra)[0]!r}, which adds to the entry's reasoning"
-    for span in ARTICLE_TIME_SPAN.finditer(question):  # "in one week" states a number: the number rules judge it
-        if span["article"].lower() != "one" and span["unit"].lower() not in template.span_units:
+    # "in one week" too, where the template names no week at all ("in {w} week" may read the one): the number rules
+    # leave a weak "one" alone ("for one of them"), and "in one week" where the entry asks "per day" asks for 7 days
+    for span in ARTICLE_TIME_SPAN.finditer(question):
+        unit = span["unit"].lower()
+        if unit not in template.span_units and (span["article"].lower() != "one" or unit not in template.time_units):
             return f"the question states {span.group(0)!r}, a span of time the entry's reasoning does not use"
     return None
 

@@ -126,6 +126,15 @@ def test_a_span_of_time_the_template_states_or_a_number_of_them_is_not_added():
     assert added_without_number(question.replace("in a week", "in one week"), weeks, frozenset()) is None
 
 
+def test_a_final_question_that_asks_in_one_week_where_the_template_names_no_week_is_refused():
+    """"How many diapers does he change in one week?" of an entry that asks "per day": seven days' worth. The number
+    rules leave a weak "one" alone, so the span itself says it."""
+    template = "Jo has {k} children. Each needs {c} changes per day. How many changes does Jo make per day?"
+    question = "Jo has 3 children. Each needs 5 changes per day. How many changes does Jo make in one week?"
+    said = added_without_number(question, TemplateWording.of(template), frozenset(template.lower().split()))
+    assert said is not None and "in one week" in said
+
+
 @pytest.mark.parametrize("question", ["", "?", "....", "A" * 5000 + ".", "None of the {eggs} are counted. How many?",
                                       "\x00 eggs. None of the eggs. ?"])
 def test_hostile_questions_are_judged_without_error(question):
