@@ -148,9 +148,15 @@ def _line_steps(line: str, first: int) -> list[_Step]:
         if expr is not None:
             found.append((match.start(), expr, result, match.end()))
     found.sort(key=lambda f: f[0])
-    return [_Step(_step_name(line[:at], first + i), expr, result, _unit_after(masked, end),
+    return [_Step(_step_name(line[:at], first + i), expr, result, _unit_after(masked, end) or _currency_before(masked, end),
                   _units_written(_CLAUSE.split(masked[:at])[-1]))
             for i, (at, expr, result, end) in enumerate(found)]
+
+
+def _currency_before(text: str, end: int) -> str | None:
+    """The currency written before the result that ends at ``end`` ("= $<<20*2=40>>40": dollar), masked or not."""
+    before = text[:end].rstrip("0123456789., ")  # the result, and the masked annotation's blanks
+    return unit_of(before[-1]) if before and before[-1] in "$€£" else None
 
 
 _NUMBER_THEN_WORD = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?|\.\d+)\s*([A-Za-z]+)")
@@ -163,9 +169,14 @@ def _unit_after(text: str, at: int) -> str | None:
 
 
 def _units_written(clause: str) -> tuple[tuple[float, str], ...]:
-    """Each number of a clause written with a unit of measure: "2 hours * 7 days" -> (2, hour), (7, day)."""
+    """Each number of a clause written with a unit of measure: "2 hours * 7 days" -> (2, hour), (7, day); "$40 + $40"
+    -> (40, dollar) twice."""
     return tuple((float(m[1].replace(",", "")), unit) for m in _NUMBER_THEN_WORD.finditer(clause)
-                 if (unit := unit_of(m[2])) is not None)
+                 if (unit := unit_of(m[2])) is not None) + tuple(
+        (float(m[2].replace(",", "")), unit_of(m[1]) or "") for m in _CURRENCY_NUMBER.finditer(clause))
+
+
+_CURRENCY_NUMBER = re.compile(r"([$€£])\s*(\d[\d,]*(?:\.\d+)?|\.\d+)")
 
 
 def _needed(body: list[ast.stmt], final: str) -> list[ast.stmt]:
@@ -250,7 +261,7 @@ class _Chain(ast.NodeTransformer):
             # "3 x 1 = 3" hours of three classes, then "3 x 3": the stated three twice, or a 3 the question never states
             raise _Ambiguous
         # "3 * 3" where a step gave 3 hours and the question states 3 miles: only units can tell them apart
-        stated = {_unit_after(self.question, m.end) for m in stating} - {None}
+        stated = {_unit_after(self.question, m.end) or (_DOLLAR if m.money else None) for m in stating} - {None}
         if chosen.unit and chosen.unit in written and not stated & written:
             return True  # "3 hours * $20" after "= 3 hours", of a question that states 3 miles
         if stated & written and chosen.unit and chosen.unit not in written:
@@ -455,6 +466,10 @@ def _counts_apart(units: set[str], mention: Any, question: str) -> bool:
     the mention, or any unit for a number the question states as a fraction or a multiple ("4 weeks" and "1/4")."""
     stated = _unit_after(question, mention.end)
     return len(units) > 1 or bool(units) and (not mention.parameterisable or stated is not None and units != {stated})
+
+
+_CURRENCIES = frozenset({"dollar", "euro", "sterling"})
+_DOLLAR = "dollar"  # a question's money mention (builder.gsm8k.Mention.money: "$", "€", "£" before it)
 
 
 #: The name of a percent's whole: a unit constant to the planner (``builder.pot_import.matching.unit_name``).

@@ -433,6 +433,19 @@ def test_a_repeat_written_with_a_unit_the_mention_does_not_state_is_not_that_giv
     assert bound.program.run(fifth) == 20 * 2000 + (20 - 4) * 2000  # "1/5": the weeks in a month stay 4
 
 
+def test_a_currency_sign_is_a_unit_that_tells_repeats_apart() -> None:
+    """"2 years * 12 months" and "8 months * $12": a price and the months of a year, both 12, one mention ("$12 a
+    month"); named once, a variant of the price would change the year's months too."""
+    from builder.worked_solution import worked_solution_program
+
+    question = "A gym costs $12 a month for the first 8 months and $15 a month after that. What do 2 years cost?"
+    answer = ("2 years is 2 * 12 months = 24 months, so 24 - 8 = <<24-8=16>>16 months at $15.\n"
+              "The first months cost 8 months * $12 = $<<8*12=96>>96 and the rest 16 * $15 = $<<16*15=240>>240.\n"
+              "In all $96 + $240 = $<<96+240=336>>336\n#### 336")
+    code = worked_solution_program(answer, 336, question)
+    assert code is not None and code.count("* 12") == 2, code  # each 12 written where it stands, none named
+
+
 def test_two_worded_fractions_are_read_by_the_pairs_that_write_them() -> None:
     """"two-thirds ... three-fifths" written "* 2 / 3" and "* 3 / 5": the 3 of the first pair is not the numerator
     of the second fraction; each pair reads its fraction, so a checker varies both."""
