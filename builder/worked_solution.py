@@ -462,13 +462,13 @@ def _hoist_givens(body: list[ast.stmt], mentions: Sequence[Any], question: str =
 
 def _counts_apart(units: set[str], mention: Any, question: str) -> bool:
     """Whether the repeats of a number, written with ``units`` by their steps, count something other than what the
-    question's ``mention`` states: two units ("2 * 30 days" and "30 lbs"), a unit the question does not write after
-    the mention, or any unit for a number the question states as a fraction or a multiple ("4 weeks" and "1/4")."""
+    question's ``mention`` states: two units ("2 * 30 days" and "30 lbs"), another unit than the one the question
+    writes after the mention, or any unit for a number the question states as a fraction or a multiple ("4 weeks"
+    and "1/4"). A unit where the question writes none ("20 years / 4" of "the total age is 20") counts the same."""
     stated = _unit_after(question, mention.end)
     return len(units) > 1 or bool(units) and (not mention.parameterisable or stated is not None and units != {stated})
 
 
-_CURRENCIES = frozenset({"dollar", "euro", "sterling"})
 _DOLLAR = "dollar"  # a question's money mention (builder.gsm8k.Mention.money: "$", "€", "£" before it)
 
 
