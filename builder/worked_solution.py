@@ -29,7 +29,7 @@ from typing import Any
 
 from builder.gsm8k import ReferenceIndex, is_close, read_jsonl, scan_numbers
 from builder.independent import IndependentProgram
-from edge_runtime.read.measures import unit_of
+from edge_runtime.read.measures import currency_before, unit_of
 
 #: The source name of a reference's own worked solution.
 WORKED_SOLUTION = "reference_worked_solution"
@@ -148,15 +148,17 @@ def _line_steps(line: str, first: int) -> list[_Step]:
         if expr is not None:
             found.append((match.start(), expr, result, match.end()))
     found.sort(key=lambda f: f[0])
-    return [_Step(_step_name(line[:at], first + i), expr, result, _unit_after(masked, end) or _currency_before(masked, end),
+    return [_Step(_step_name(line[:at], first + i), expr, result,
+                  _unit_after(masked, end) or _currency_before(masked, len(masked[:end].rstrip("0123456789.,"))),
                   _units_written(_CLAUSE.split(masked[:at])[-1]))
             for i, (at, expr, result, end) in enumerate(found)]
 
 
-def _currency_before(text: str, end: int) -> str | None:
-    """The currency written before the result that ends at ``end`` ("= $<<20*2=40>>40": dollar), masked or not."""
-    before = text[:end].rstrip("0123456789., ")  # the result, and the masked annotation's blanks
-    return unit_of(before[-1]) if before and before[-1] in "$€£" else None
+def _currency_before(text: str, start: int) -> str | None:
+    """The unit of the currency written before the number that starts at ``start`` ("= $<<20*2=40>>40": dollar,
+    past the masked annotation's blanks), or None."""
+    symbol = currency_before(text, start)
+    return unit_of(symbol) if symbol else None
 
 
 _NUMBER_THEN_WORD = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?|\.\d+)\s*([A-Za-z]+)")
@@ -261,7 +263,7 @@ class _Chain(ast.NodeTransformer):
             # "3 x 1 = 3" hours of three classes, then "3 x 3": the stated three twice, or a 3 the question never states
             raise _Ambiguous
         # "3 * 3" where a step gave 3 hours and the question states 3 miles: only units can tell them apart
-        stated = {_unit_after(self.question, m.end) or (_DOLLAR if m.money else None) for m in stating} - {None}
+        stated = {_unit_after(self.question, m.end) or _currency_before(self.question, m.start) for m in stating} - {None}
         if chosen.unit and chosen.unit in written and not stated & written:
             return True  # "3 hours * $20" after "= 3 hours", of a question that states 3 miles
         if stated & written and chosen.unit and chosen.unit not in written:
@@ -467,9 +469,6 @@ def _counts_apart(units: set[str], mention: Any, question: str) -> bool:
     and "1/4"). A unit where the question writes none ("20 years / 4" of "the total age is 20") counts the same."""
     stated = _unit_after(question, mention.end)
     return len(units) > 1 or bool(units) and (not mention.parameterisable or stated is not None and units != {stated})
-
-
-_DOLLAR = "dollar"  # a question's money mention (builder.gsm8k.Mention.money: "$", "€", "£" before it)
 
 
 #: The name of a percent's whole: a unit constant to the planner (``builder.pot_import.matching.unit_name``).
