@@ -227,12 +227,17 @@ def scan_numbers(text: str) -> list[Mention]:
 
 def context_words(text: str, mention: Mention, before: int = 3, after: int = 3) -> str:
     """A few words around a mention, within its sentence: "ducks lay 16 eggs per day"."""
+    left, right = context_sides(text, mention, before, after)
+    return " ".join((left + mention.text + right).split()).strip(" ,;\"'")
+
+
+def context_sides(text: str, mention: Mention, before: int = 3, after: int = 3) -> tuple[str, str]:
+    """The text of up to ``before`` words before a mention and ``after`` words after it, within its sentence."""
     left = re.split(r"[.?!;:](?:\s|$)", text[:mention.start])[-1]
     right = re.split(r"[.?!;:](?:\s|$)", text[mention.end:])[0]
     lm = re.search(rf"(?:\S+\s+){{0,{before}}}\S*$", left)
     rm = re.match(rf"\S*(?:\s+\S+){{0,{after}}}", right)
-    snippet = (lm.group(0) if lm else "") + mention.text + (rm.group(0) if rm else "")
-    return " ".join(snippet.split()).strip(" ,;\"'")
+    return (lm.group(0) if lm else ""), (rm.group(0) if rm else "")
 
 
 def words_after(text: str, mention: Mention, count: int = 2) -> list[str]:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from builder.gsm8k import Mention, context_words, words_after
+from builder.gsm8k import Mention, context_sides, context_words, words_after
 from builder.pot_import.program import Literal, close_to
 from edge_runtime.read.measures import unit_of
 
@@ -108,9 +108,9 @@ def _numbers_named(name: str) -> set[str]:
 
 def _numbers_beside(question: str, mention: Mention) -> set[str]:
     """The whole numbers written within five words of the mention, in its sentence, other than the mention itself."""
-    left = re.split(r"[.?!;:](?:\s|$)", question[:mention.start])[-1].split()[-5:]
-    right = re.split(r"[.?!;:](?:\s|$)", question[mention.end:])[0].split()[:5]
-    return {m.lstrip("0") or "0" for w in left + right for m in re.findall(r"(?<![0-9.,/])[0-9]+(?![0-9.,/])", w)}
+    left, right = context_sides(question, mention, 5, 5)
+    return {m.lstrip("0") or "0" for w in (left + " " + right).split()
+            for m in re.findall(r"(?<![0-9.,/])[0-9]+(?![0-9.,/])", w)}
 
 
 def literal_form(value: Any, form: str) -> Any:
