@@ -148,17 +148,18 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
     plain = plain_values(mentions)
     fractions = _written_fractions(func, pool, restored)
     counted = _in_sums_of_stated(func, pool, restored, mentions)
-    worded = [float(m.value) for m in mentions if _worded_fraction(m)]
+    worded = {m.index: float(m.value) for m in mentions if _worded_fraction(m)}
     candidates = []
     for lit in pool:
         value = float(restored.get(lit.id, lit.value))
         pair = fractions.get(id(lit.node))
-        stated_fraction = pair is not None and bool(pair[1]) and any(close_to(pair[0] / pair[1], w) for w in worded)
+        stated_fraction = pair is not None and bool(pair[1]) and any(close_to(pair[0] / pair[1], w)
+                                                                     for w in worded.values())
         if value == 0.0 and not lit.direct:
             continue  # 0 inside an expression is arithmetic, not a quantity
         for mention in mentions:
             form = value_matches(value, mention, question)
-            if form is None or stated_fraction and not _worded_fraction(mention):
+            if form is None or stated_fraction and mention.index not in worded:
                 continue  # the 3 of "* 2 / 3" of "two-thirds" reads the fraction, never "3 miles" beside it
             if id(lit.node) in added and not lit.direct and _scales(mention, value):
                 continue  # "Two years ago ... half Jan's age": ``jan_age - 2`` is the two years, never the half
@@ -172,7 +173,7 @@ def _candidates(question: str, pool: Sequence[Literal], mentions: Sequence[Menti
                 written = re.fullmatch(r"(\d+)\s*/\s*(\d+)", question[mention.stated[0]:mention.stated[1]])
                 pair = (float(written[1]), float(written[2])) if written else None
                 score += 1.0 if pair is not None and fractions.get(id(lit.node)) == pair else -0.3
-            elif id(lit.node) in fractions and _worded_fraction(mention):
+            elif id(lit.node) in fractions and mention.index in worded:
                 # "two-thirds ... three-fifths" written "* 2 / 3" and "* 3 / 5": the pair whose quotient is the word's
                 # value reads it; by words and names alone the 3 of "2 / 3" took "three-fifths"
                 num, den = fractions[id(lit.node)]
